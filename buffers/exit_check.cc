@@ -1,0 +1,26 @@
+// Exit-check policy names and the leak warning line.
+#include "buffers/exit_check.h"
+
+#include "absl/strings/str_cat.h"
+#include "base/names.h"
+
+namespace backendlab::buffers {
+
+std::string_view ExitCheckPolicyName(ExitCheckPolicy policy) {
+  switch (policy) {
+    case ExitCheckPolicy::kAlways: return "always";
+    case ExitCheckPolicy::kAssert: return "assert";
+    case ExitCheckPolicy::kOff: return "off";
+  }
+  return "?";
+}
+
+absl::StatusOr<ExitCheckPolicy> ParseExitCheckPolicy(std::string_view name) {
+  return ParseName(name, kAllExitCheckPolicies, ExitCheckPolicyName, "exit-check policy");
+}
+
+std::string FormatLeakWarning(const Leak& leak) {
+  return absl::StrCat("buffer refcount leak: [", leak.buffer, "] refcount=", leak.count);
+}
+
+}  // namespace backendlab::buffers

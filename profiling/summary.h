@@ -1,0 +1,20 @@
+// Medians and spreads of repeated measurements: what every report quotes.
+#ifndef BACKENDLAB_PROFILING_SUMMARY_H_
+#define BACKENDLAB_PROFILING_SUMMARY_H_
+
+#include <vector>
+
+namespace backendlab::profiling {
+
+struct Summary {
+  int count = 0;
+  double min = 0, p10 = 0, median = 0, p90 = 0, p99 = 0, max = 0;
+};
+
+// Percentiles by linear interpolation between closest ranks; an empty input
+// gives a Summary with count 0.
+Summary Summarize(std::vector<double> samples);
+
+}  // namespace backendlab::profiling
+
+#endif  // BACKENDLAB_PROFILING_SUMMARY_H_

@@ -1,0 +1,258 @@
+// The CLI's building blocks: Report (text, CSV, JSON renderings) and the --name=value flag parser.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gtest/gtest.h"
+#include "tests/test_util/temp_dir.h"
+#include "nlohmann/json.hpp"
+#include "tools/flags.h"
+#include "tools/report.h"
+
+namespace backendlab::tools {
+namespace {
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Columns of every kind: keyed and headed, text only (no key), machine only
+// (no heading), and a double with its own precision.
+Report SampleReport() {
+  Report report({
+      {"name", "name"},
+      {"count", "count"},
+      {"ratio", "ratio", 2},
+      {"", "text only"},
+      {"machine_only", ""},
+      {"note", "note"},
+  });
+  std::vector<Cell> first;
+  first.emplace_back(std::in_place_type<std::string>, "alpha");
+  first.emplace_back(int64_t{42});
+  first.emplace_back(3.14159);
+  first.emplace_back(std::in_place_type<std::string>, "TEXTONLYVALUE");
+  first.emplace_back(std::in_place_type<std::string>, "MACHINEVALUE");
+  first.emplace_back(std::in_place_type<std::string>, "a,b");
+  report.AddRow(std::move(first));
+  std::vector<Cell> second;
+  second.emplace_back(std::in_place_type<std::string>, "beta");
+  second.emplace_back(std::monostate{});
+  second.emplace_back(std::monostate{});
+  second.emplace_back(std::monostate{});
+  second.emplace_back(int64_t{-7});
+  second.emplace_back(std::in_place_type<std::string>, "say \"hi\"");
+  report.AddRow(std::move(second));
+  report.SetHeader({{"machine", {{"cores", 2}}}, {"build_type", "Test"}});
+  return report;
+}
+
+TEST(ReportTest, JsonRowsHaveExactlyTheKeyedColumnsAndNullForMissing) {
+  const nlohmann::json json = SampleReport().ToJson();
+  EXPECT_EQ(json["header"]["build_type"], "Test");
+  EXPECT_EQ(json["header"]["machine"]["cores"], 2);
+  ASSERT_TRUE(json["rows"].is_array());
+  ASSERT_EQ(json["rows"].size(), 2u);
+  for (const nlohmann::json& row : json["rows"]) {
+    ASSERT_TRUE(row.is_object());
+    EXPECT_EQ(row.size(), 5u) << row.dump();
+    for (const char* key : {"name", "count", "ratio", "machine_only", "note"}) EXPECT_TRUE(row.contains(key)) << key;
+    EXPECT_FALSE(row.contains("")) << "a text-only column has no key";
+  }
+  const nlohmann::json& first = json["rows"][0];
+  EXPECT_EQ(first["name"], "alpha");
+  EXPECT_EQ(first["count"], 42);
+  EXPECT_TRUE(first["count"].is_number_integer());
+  EXPECT_DOUBLE_EQ(first["ratio"].get<double>(), 3.14159);  // full precision, not the text's 2 digits
+  EXPECT_EQ(first["machine_only"], "MACHINEVALUE");
+  EXPECT_EQ(first["note"], "a,b");
+  const nlohmann::json& second = json["rows"][1];
+  EXPECT_TRUE(second["count"].is_null());
+  EXPECT_TRUE(second["ratio"].is_null());
+  EXPECT_EQ(second["machine_only"], -7);
+  EXPECT_EQ(second["note"], "say \"hi\"");
+  EXPECT_EQ(json.dump().find("TEXTONLYVALUE"), std::string::npos);
+}
+
+TEST(ReportTest, CsvHasTheKeyedHeaderAndQuotesCommasAndQuotes) {
+  std::ostringstream out;
+  SampleReport().WriteCsv(out);
+  const std::vector<std::string> lines = Lines(out.str());
+  ASSERT_EQ(lines.size(), 3u) << out.str();
+  EXPECT_EQ(lines[0], "name,count,ratio,machine_only,note");
+  EXPECT_EQ(lines[1], "alpha,42,3.14159,MACHINEVALUE,\"a,b\"");
+  EXPECT_EQ(lines[2], "beta,,,-7,\"say \"\"hi\"\"\"");
+}
+
+TEST(ReportTest, CsvQuotesANewlineInsideAValue) {
+  Report report(std::vector<Column>{{"k", "k"}});
+  std::vector<Cell> row;
+  row.emplace_back(std::in_place_type<std::string>, "two\nlines");
+  report.AddRow(std::move(row));
+  std::ostringstream out;
+  report.WriteCsv(out);
+  EXPECT_EQ(out.str(), "k\n\"two\nlines\"\n");
+}
+
+TEST(ReportTest, TextShowsHeadingsAndDashForMissing) {
+  std::ostringstream out;
+  SampleReport().PrintText(out);
+  const std::vector<std::string> lines = Lines(out.str());
+  ASSERT_EQ(lines.size(), 3u) << out.str();
+  for (const char* heading : {"name", "count", "ratio", "text only", "note"}) {
+    EXPECT_NE(lines[0].find(heading), std::string::npos) << heading;
+  }
+  EXPECT_EQ(lines[0].find("machine_only"), std::string::npos);
+  EXPECT_EQ(out.str().find("MACHINEVALUE"), std::string::npos) << "a machine-only column is not in the text";
+  EXPECT_NE(lines[1].find("alpha"), std::string::npos);
+  EXPECT_NE(lines[1].find("3.14"), std::string::npos);
+  EXPECT_EQ(lines[1].find("3.141"), std::string::npos) << "ratio has precision 2";
+  EXPECT_NE(lines[1].find("TEXTONLYVALUE"), std::string::npos);
+  EXPECT_NE(lines[2].find("beta"), std::string::npos);
+  EXPECT_NE(lines[2].find(" -"), std::string::npos) << lines[2];
+  // Aligned: every line is as wide as the heading line.
+  EXPECT_EQ(lines[1].size(), lines[0].size());
+  EXPECT_EQ(lines[2].size(), lines[0].size());
+}
+
+TEST(ReportDeathTest, RowOfTheWrongSizeIsABrokenInvariant) {
+  Report report(std::vector<Column>{{"a", "a"}, {"b", "b"}});
+  EXPECT_DEATH(report.AddRow({int64_t{1}}), "check failed");
+  EXPECT_DEATH(report.AddRow({int64_t{1}, int64_t{2}, int64_t{3}}), "check failed");
+}
+
+using ReportFileTest = test_util::TempDirTest;
+
+TEST_F(ReportFileTest, WritesJsonAndCsvFilesThatReadBack) {
+  const Report report = SampleReport();
+  const std::string json_path = dir_ + "/out.json";
+  const std::string csv_path = dir_ + "/out.csv";
+  ASSERT_TRUE(report.WriteJsonFile(json_path).ok());
+  ASSERT_TRUE(report.WriteCsvFile(csv_path).ok());
+  std::ifstream json_in(json_path);
+  EXPECT_EQ(nlohmann::json::parse(json_in), report.ToJson());
+  std::ifstream csv_in(csv_path);
+  std::ostringstream csv_file, csv_expected;
+  csv_file << csv_in.rdbuf();
+  report.WriteCsv(csv_expected);
+  EXPECT_EQ(csv_file.str(), csv_expected.str());
+}
+
+TEST_F(ReportFileTest, UnwritablePathIsAnErrorNamingTheFile) {
+  const std::string path = dir_ + "/no-such-dir/out.json";
+  const absl::Status json = SampleReport().WriteJsonFile(path);
+  EXPECT_FALSE(json.ok());
+  EXPECT_FALSE(absl::IsInvalidArgument(json)) << "a run failure, not a usage error";
+  EXPECT_NE(std::string(json.message()).find(path), std::string::npos) << json;
+  const absl::Status csv = SampleReport().WriteCsvFile(path);
+  EXPECT_FALSE(csv.ok());
+  EXPECT_NE(std::string(csv.message()).find(path), std::string::npos) << csv;
+}
+
+constexpr FlagSpec kSpecs[] = {
+    {"size", "128MB,1GB", "sizes"},
+    {"count", "15", "a count"},
+    {"out", "", "an output file"},
+};
+
+absl::StatusOr<Flags> Parse(std::vector<std::string> args) { return Flags::Parse(args, kSpecs); }
+
+TEST(FlagsTest, ParsesGivenFlagsOverDefaults) {
+  absl::StatusOr<Flags> flags = Parse({"--count=3", "--out=/tmp/x.json"});
+  ASSERT_TRUE(flags.ok()) << flags.status();
+  EXPECT_EQ(flags->Get("count"), "3");
+  EXPECT_EQ(flags->Get("out"), "/tmp/x.json");
+  EXPECT_EQ(flags->Get("size"), "128MB,1GB");  // default
+  EXPECT_TRUE(flags->Has("size"));
+  absl::StatusOr<std::vector<std::string>> sizes = flags->GetList("size");
+  ASSERT_TRUE(sizes.ok()) << sizes.status();
+  EXPECT_EQ(*sizes, (std::vector<std::string>{"128MB", "1GB"}));
+  absl::StatusOr<int64_t> count = flags->GetInt("count", 1, 1000);
+  ASSERT_TRUE(count.ok()) << count.status();
+  EXPECT_EQ(*count, 3);
+}
+
+TEST(FlagsTest, FlagWithoutDefaultIsAbsentUnlessGiven) {
+  absl::StatusOr<Flags> flags = Parse({});
+  ASSERT_TRUE(flags.ok()) << flags.status();
+  EXPECT_FALSE(flags->Has("out"));
+  EXPECT_EQ(flags->Get("out"), "");
+  EXPECT_EQ(flags->Get("count"), "15");
+}
+
+TEST(FlagsTest, ValueMayContainEqualsSigns) {
+  absl::StatusOr<Flags> flags = Parse({"--out=a=b"});
+  ASSERT_TRUE(flags.ok()) << flags.status();
+  EXPECT_EQ(flags->Get("out"), "a=b");
+}
+
+struct BadArgs {
+  std::vector<std::string> args;
+  const char* mention;  // the message must name this
+};
+
+TEST(FlagsTest, UsageErrorsAreInvalidArgumentNamingTheFlag) {
+  const BadArgs kBad[] = {
+      {{"--bogus=1"}, "--bogus"},            // unknown flag
+      {{"--count"}, "--count"},              // missing '='
+      {{"--count="}, "--count"},             // empty value
+      {{"--count=1", "--count=2"}, "twice"},  // duplicate
+      {{"count=1"}, "count=1"},              // positional
+      {{"-count=1"}, "-count=1"},
+      {{"--=1"}, "unknown flag"},
+  };
+  for (const BadArgs& b : kBad) {
+    absl::StatusOr<Flags> flags = Parse(b.args);
+    ASSERT_TRUE(absl::IsInvalidArgument(flags.status())) << b.args[0] << " gave " << flags.status();
+    EXPECT_NE(std::string(flags.status().message()).find(b.mention), std::string::npos)
+        << b.args[0] << ": " << flags.status();
+  }
+}
+
+TEST(FlagsTest, GetListRejectsEmptyItems) {
+  for (const char* value : {"a,,b", ",a", "a,", ","}) {
+    absl::StatusOr<Flags> flags = Parse({std::string("--size=") + value});
+    ASSERT_TRUE(flags.ok()) << flags.status();
+    absl::StatusOr<std::vector<std::string>> list = flags->GetList("size");
+    EXPECT_TRUE(absl::IsInvalidArgument(list.status())) << value;
+    EXPECT_NE(std::string(list.status().message()).find("--size"), std::string::npos) << list.status();
+  }
+}
+
+TEST(FlagsTest, GetIntRejectsNonNumbersAndValuesOutsideTheRange) {
+  for (const char* value : {"0", "1001", "-1", "abc", "1.5", "3x", "99999999999999999999"}) {
+    absl::StatusOr<Flags> flags = Parse({std::string("--count=") + value});
+    ASSERT_TRUE(flags.ok()) << flags.status();
+    absl::StatusOr<int64_t> count = flags->GetInt("count", 1, 1000);
+    EXPECT_TRUE(absl::IsInvalidArgument(count.status())) << value << " gave " << count.status();
+  }
+  for (const char* value : {"1", "1000"}) {
+    absl::StatusOr<Flags> flags = Parse({std::string("--count=") + value});
+    ASSERT_TRUE(flags.ok());
+    absl::StatusOr<int64_t> count = flags->GetInt("count", 1, 1000);
+    ASSERT_TRUE(count.ok()) << value << ": " << count.status();
+    EXPECT_EQ(*count, std::stoll(value));
+  }
+}
+
+TEST(FlagsTest, HelpListsEveryFlagWithItsDefault) {
+  const std::string help = FlagsHelp(kSpecs);
+  EXPECT_NE(help.find("--size=128MB,1GB"), std::string::npos) << help;
+  EXPECT_NE(help.find("--count=15"), std::string::npos) << help;
+  EXPECT_NE(help.find("--out="), std::string::npos) << help;
+  EXPECT_NE(help.find("an output file"), std::string::npos) << help;
+  EXPECT_EQ(Lines(help).size(), std::size(kSpecs));
+}
+
+}  // namespace
+}  // namespace backendlab::tools

@@ -1,0 +1,56 @@
+// backendlab: the command-line front end. Subcommands are thin; the work is in
+// the modules and in tools/*_command.cc.
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "base/fresh_allocations.h"
+#include "tools/layouts_command.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  absl::Status (*run)(std::span<const std::string>, std::ostream&);
+  std::string (*usage)();
+};
+
+constexpr Command kCommands[] = {
+    {"layouts", "compare the PrivateRefCount layouts (array, bytes, hash)",
+     backendlab::tools::RunLayoutsCommand, backendlab::tools::LayoutsUsage},
+};
+
+void PrintUsage(std::ostream& out) {
+  out << "usage: backendlab <command> [--flag=value ...]\n\ncommands:\n";
+  for (const Command& c : kCommands) out << "  " << c.name << "  " << c.summary << "\n";
+  out << "\n'backendlab <command> --help' lists a command's flags.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  backendlab::UseFreshMappingsForLargeAllocations();
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
+    PrintUsage(argc < 2 ? std::cerr : std::cout);
+    return argc < 2 ? 2 : 0;
+  }
+  for (const Command& c : kCommands) {
+    if (c.name != std::string(argv[1])) continue;
+    std::vector<std::string> args(argv + 2, argv + argc);
+    for (const std::string& a : args) {
+      if (a == "--help" || a == "-h") {
+        std::cout << c.usage();
+        return 0;
+      }
+    }
+    absl::Status status = c.run(args, std::cout);
+    if (status.ok()) return 0;
+    std::cerr << "backendlab " << c.name << ": " << status.message() << "\n";
+    return absl::IsInvalidArgument(status) ? 2 : 1;
+  }
+  std::cerr << "backendlab: unknown command '" << argv[1] << "' (try: backendlab --help)\n";
+  return 2;
+}

@@ -1,0 +1,70 @@
+// --name=value parsing with known-flag checks.
+#include "tools/flags.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace backendlab::tools {
+
+absl::StatusOr<Flags> Flags::Parse(std::span<const std::string> args, std::span<const FlagSpec> specs) {
+  Flags flags;
+  for (const FlagSpec& spec : specs) {
+    if (!spec.default_value.empty()) flags.values_[std::string(spec.name)] = spec.default_value;
+  }
+  std::map<std::string, bool, std::less<>> seen;
+  for (const std::string& arg : args) {
+    if (arg.rfind("--", 0) != 0) return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    bool known = false;
+    for (const FlagSpec& spec : specs) known |= spec.name == name;
+    if (!known) return absl::InvalidArgumentError(absl::StrCat("unknown flag '--", name, "' (see --help)"));
+    if (eq == std::string::npos) return absl::InvalidArgumentError(absl::StrCat("flag '--", name, "' needs a value (--", name, "=...)"));
+    if (seen[name]) return absl::InvalidArgumentError(absl::StrCat("flag '--", name, "' given twice"));
+    seen[name] = true;
+    std::string value = arg.substr(eq + 1);
+    if (value.empty()) return absl::InvalidArgumentError(absl::StrCat("flag '--", name, "' has an empty value"));
+    flags.values_[name] = std::move(value);
+  }
+  return flags;
+}
+
+std::string Flags::Get(std::string_view name) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? std::string() : it->second;
+}
+
+absl::StatusOr<std::vector<std::string>> Flags::GetList(std::string_view name) const {
+  std::vector<std::string> items = absl::StrSplit(Get(name), ',');
+  for (const std::string& item : items) {
+    if (item.empty()) return absl::InvalidArgumentError(absl::StrCat("flag '--", std::string(name), "' has an empty list item"));
+  }
+  return items;
+}
+
+absl::StatusOr<int64_t> Flags::GetInt(std::string_view name, int64_t min, int64_t max) const {
+  const std::string text = Get(name);
+  int64_t value;
+  if (!absl::SimpleAtoi(text, &value)) {
+    return absl::InvalidArgumentError(absl::StrCat("flag '--", std::string(name), "': '", text, "' is not a whole number"));
+  }
+  if (value < min || value > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("flag '--", std::string(name), "': ", value, " is outside ", min, "..", max));
+  }
+  return value;
+}
+
+std::string FlagsHelp(std::span<const FlagSpec> specs) {
+  std::string out;
+  for (const FlagSpec& spec : specs) {
+    std::string left = "  --" + std::string(spec.name) + "=" +
+                       (spec.default_value.empty() ? std::string("...") : std::string(spec.default_value));
+    if (left.size() < 34) left.resize(34, ' ');
+    out += left + " " + std::string(spec.help) + "\n";
+  }
+  return out;
+}
+
+}  // namespace backendlab::tools

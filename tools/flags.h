@@ -1,0 +1,44 @@
+// Command-line flags of the form --name=value, checked against a list of known
+// flags so a typo is a usage error, never silently ignored.
+#ifndef BACKENDLAB_TOOLS_FLAGS_H_
+#define BACKENDLAB_TOOLS_FLAGS_H_
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace backendlab::tools {
+
+struct FlagSpec {
+  std::string_view name;           // without the leading "--"
+  std::string_view default_value;  // "" = no value unless given
+  std::string_view help;
+};
+
+class Flags {
+ public:
+  // Every error is InvalidArgument (a usage error: exit 2) naming the flag.
+  static absl::StatusOr<Flags> Parse(std::span<const std::string> args, std::span<const FlagSpec> specs);
+
+  bool Has(std::string_view name) const { return values_.contains(std::string(name)); }
+  std::string Get(std::string_view name) const;
+  // A comma-separated list; empty items are an error.
+  absl::StatusOr<std::vector<std::string>> GetList(std::string_view name) const;
+  // A whole number in [min, max].
+  absl::StatusOr<int64_t> GetInt(std::string_view name, int64_t min, int64_t max) const;
+
+ private:
+  std::map<std::string, std::string, std::less<>> values_;
+};
+
+// "  --name=DEFAULT  help" lines for a command's usage text.
+std::string FlagsHelp(std::span<const FlagSpec> specs);
+
+}  // namespace backendlab::tools
+
+#endif  // BACKENDLAB_TOOLS_FLAGS_H_

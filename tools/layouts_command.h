@@ -1,0 +1,20 @@
+// `backendlab layouts`: the PrivateRefCount layout comparison.
+#ifndef BACKENDLAB_TOOLS_LAYOUTS_COMMAND_H_
+#define BACKENDLAB_TOOLS_LAYOUTS_COMMAND_H_
+
+#include <ostream>
+#include <span>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace backendlab::tools {
+
+// Runs the comparison and prints its table to `out`. InvalidArgument = a usage
+// error (exit 2); any other error = the run failed (exit 1).
+absl::Status RunLayoutsCommand(std::span<const std::string> args, std::ostream& out);
+std::string LayoutsUsage();
+
+}  // namespace backendlab::tools
+
+#endif  // BACKENDLAB_TOOLS_LAYOUTS_COMMAND_H_

@@ -1,0 +1,28 @@
+// Report header: what machine and build produced the figures.
+#include "tools/machine_header.h"
+
+#include "absl/strings/str_cat.h"
+#include "base/check.h"
+#include "profiling/resource_usage.h"
+
+namespace backendlab::tools {
+
+nlohmann::json MachineHeader() {
+  const profiling::MachineInfo m = profiling::DescribeMachine();
+  return {
+      {"machine",
+       {{"cpu_model", m.cpu_model}, {"cores", m.cores}, {"kernel", m.kernel},
+        {"transparent_hugepages", m.transparent_hugepages}}},
+      {"build_type", BACKENDLAB_BUILD_TYPE},
+      {"assert_checking", kAssertChecking},
+  };
+}
+
+std::string MachineLine(const nlohmann::json& header) {
+  const nlohmann::json& m = header["machine"];
+  return absl::StrCat("machine: ", m["cpu_model"].get<std::string>(), ", ", m["cores"].get<int>(), " cores, ",
+                      m["kernel"].get<std::string>(), ", THP ", m["transparent_hugepages"].get<std::string>(),
+                      "; build ", header["build_type"].get<std::string>());
+}
+
+}  // namespace backendlab::tools

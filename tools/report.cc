@@ -1,0 +1,115 @@
+// Text, CSV and JSON renderings of a Report.
+#include "tools/report.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/check.h"
+
+namespace backendlab::tools {
+namespace {
+
+std::string TextOf(const Cell& cell, int precision) {
+  if (std::holds_alternative<std::monostate>(cell)) return "-";
+  if (const auto* i = std::get_if<int64_t>(&cell)) return absl::StrCat(*i);
+  if (const auto* d = std::get_if<double>(&cell)) return absl::StrFormat("%.*f", precision, *d);
+  return std::get<std::string>(cell);
+}
+
+std::string CsvOf(const Cell& cell) {
+  if (std::holds_alternative<std::monostate>(cell)) return "";
+  if (const auto* i = std::get_if<int64_t>(&cell)) return absl::StrCat(*i);
+  if (const auto* d = std::get_if<double>(&cell)) return absl::StrFormat("%.6g", *d);
+  const std::string& s = std::get<std::string>(cell);
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string quoted = "\"";
+  for (char c : s) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+nlohmann::json JsonOf(const Cell& cell) {
+  if (std::holds_alternative<std::monostate>(cell)) return nullptr;
+  if (const auto* i = std::get_if<int64_t>(&cell)) return *i;
+  if (const auto* d = std::get_if<double>(&cell)) return *d;
+  return std::get<std::string>(cell);
+}
+
+template <typename Write>
+absl::Status WriteFile(const std::string& path, Write write) {
+  std::ofstream out(path);
+  if (out) write(out);
+  out.close();
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write '", path, "': ", std::strerror(errno)));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void Report::AddRow(std::vector<Cell> row) {
+  BACKENDLAB_CHECK(row.size() == columns_.size());
+  rows_.push_back(std::move(row));
+}
+
+void Report::PrintText(std::ostream& out) const {
+  std::vector<size_t> shown;
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    if (!columns_[c].heading.empty()) shown.push_back(c);
+  }
+  std::vector<size_t> width(columns_.size(), 0);
+  for (size_t c : shown) {
+    width[c] = columns_[c].heading.size();
+    for (const auto& row : rows_) width[c] = std::max(width[c], TextOf(row[c], columns_[c].precision).size());
+  }
+  auto emit = [&](size_t c, const std::string& text, bool first) {
+    // First column (a name) left-aligned, numbers right-aligned.
+    out << (first ? "" : "  ") << (first ? absl::StrFormat("%-*s", width[c], text) : absl::StrFormat("%*s", width[c], text));
+  };
+  for (size_t i = 0; i < shown.size(); ++i) emit(shown[i], columns_[shown[i]].heading, i == 0);
+  out << "\n";
+  for (const auto& row : rows_) {
+    for (size_t i = 0; i < shown.size(); ++i) emit(shown[i], TextOf(row[shown[i]], columns_[shown[i]].precision), i == 0);
+    out << "\n";
+  }
+}
+
+nlohmann::json Report::ToJson() const {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : rows_) {
+    nlohmann::json object = nlohmann::json::object();
+    for (size_t c = 0; c < columns_.size(); ++c) {
+      if (!columns_[c].key.empty()) object[columns_[c].key] = JsonOf(row[c]);
+    }
+    rows.push_back(std::move(object));
+  }
+  return {{"header", header_}, {"rows", std::move(rows)}};
+}
+
+void Report::WriteCsv(std::ostream& out) const {
+  std::vector<size_t> keyed;
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    if (!columns_[c].key.empty()) keyed.push_back(c);
+  }
+  for (size_t i = 0; i < keyed.size(); ++i) out << (i ? "," : "") << columns_[keyed[i]].key;
+  out << "\n";
+  for (const auto& row : rows_) {
+    for (size_t i = 0; i < keyed.size(); ++i) out << (i ? "," : "") << CsvOf(row[keyed[i]]);
+    out << "\n";
+  }
+}
+
+absl::Status Report::WriteJsonFile(const std::string& path) const {
+  return WriteFile(path, [&](std::ostream& out) { out << ToJson().dump(2) << "\n"; });
+}
+
+absl::Status Report::WriteCsvFile(const std::string& path) const {
+  return WriteFile(path, [&](std::ostream& out) { WriteCsv(out); });
+}
+
+}  // namespace backendlab::tools

@@ -1,0 +1,52 @@
+// A table of results printed three ways: aligned text for people, CSV and JSON
+// for machines. Keys are the same words in all three.
+#ifndef BACKENDLAB_TOOLS_REPORT_H_
+#define BACKENDLAB_TOOLS_REPORT_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "nlohmann/json.hpp"
+
+namespace backendlab::tools {
+
+// A missing value (a layout that has no scan) is std::monostate: "-" in text,
+// empty in CSV, null in JSON.
+using Cell = std::variant<std::monostate, int64_t, double, std::string>;
+
+struct Column {
+  std::string key;      // JSON key and CSV header; empty = text table only
+  std::string heading;  // text-table heading; empty = machine outputs only
+  int precision = 1;    // digits after the point for doubles in text
+};
+
+class Report {
+ public:
+  explicit Report(std::vector<Column> columns) : columns_(std::move(columns)) {}
+
+  // Values in column order.
+  void AddRow(std::vector<Cell> row);
+  // Header facts (machine, build, parameters) for the JSON object.
+  void SetHeader(nlohmann::json header) { header_ = std::move(header); }
+
+  void PrintText(std::ostream& out) const;
+  nlohmann::json ToJson() const;  // {"header": {...}, "rows": [{key: value}, ...]}
+  void WriteCsv(std::ostream& out) const;
+
+  // Writes JSON/CSV to `path`; an error names the file.
+  absl::Status WriteJsonFile(const std::string& path) const;
+  absl::Status WriteCsvFile(const std::string& path) const;
+
+ private:
+  std::vector<Column> columns_;
+  std::vector<std::vector<Cell>> rows_;
+  nlohmann::json header_ = nlohmann::json::object();
+};
+
+}  // namespace backendlab::tools
+
+#endif  // BACKENDLAB_TOOLS_REPORT_H_
