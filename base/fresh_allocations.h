@@ -6,13 +6,17 @@
 
 namespace backendlab {
 
-// Every allocation of 4 kB or more becomes a fresh anonymous mapping, freed
-// back to the kernel on free(). A backend that callocs its tables right after
-// fork gets untouched pages (the zero page until written); a measurement loop
-// that allocates and frees in one process would otherwise get them from the
-// heap, already faulted in and memset by calloc. Fixing the threshold also
-// stops glibc from raising it after the first free. Call once, at the start
-// of main(), before anything is allocated that is measured.
+// Allocations of 4 kB or more that the heap cannot serve from memory it
+// already holds (a free chunk that fits, or the top of the heap) become fresh
+// anonymous mappings, given back to the kernel on free(). That is what a
+// backend that callocs its tables right after fork gets: untouched pages (the
+// zero page until written). Without it, glibc raises its threshold after the
+// first free of a mapped chunk, and a measurement loop that allocates and
+// frees in one process gets its big tables from the heap, faulted in and
+// memset by calloc. It does not make every allocation fresh: glibc looks in
+// its free lists first, so a block can reuse heap pages a previous allocation
+// freed; compare in-process figures within one run. Call once, at the start of
+// main(), before anything is allocated that is measured.
 inline void UseFreshMappingsForLargeAllocations() { mallopt(M_MMAP_THRESHOLD, 4096); }
 
 }  // namespace backendlab

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "base/fresh_allocations.h"
+#include "tools/catcache_command.h"
 #include "tools/layouts_command.h"
 
 namespace {
@@ -21,6 +22,8 @@ struct Command {
 constexpr Command kCommands[] = {
     {"layouts", "compare the PrivateRefCount layouts (array, bytes, hash)",
      backendlab::tools::RunLayoutsCommand, backendlab::tools::LayoutsUsage},
+    {"catcache", "compare the catalog-cache bucket strategies (palloc0, bss, expansible, mmap)",
+     backendlab::tools::RunCatcacheCommand, backendlab::tools::CatcacheUsage},
 };
 
 void PrintUsage(std::ostream& out) {

@@ -3,10 +3,7 @@
 // reported as medians with p10/p90 in the machine-readable outputs.
 #include "tools/layouts_command.h"
 
-#include <unistd.h>
-
 #include <array>
-#include <cstdio>
 #include <iostream>
 #include <map>
 #include <random>
@@ -23,6 +20,7 @@
 #include "profiling/resource_usage.h"
 #include "profiling/summary.h"
 #include "tools/flags.h"
+#include "tools/interleaved.h"
 #include "tools/machine_header.h"
 #include "tools/report.h"
 
@@ -211,12 +209,6 @@ Cell Median(const std::vector<Sample>& samples, double Sample::*field, double sc
   return profiling::Summarize(values).median;
 }
 
-double MedianOf(const std::vector<Sample>& samples, auto field) {
-  std::vector<double> values;
-  for (const Sample& s : samples) values.push_back(field(s));
-  return profiling::Summarize(values).median;
-}
-
 // Ratios between layouts at the same size, from medians of the same run:
 // {"exit_check_array_over_hash": {"8GB": 61234.5, ...}, ...}. Only the pairs
 // whose both layouts were measured appear.
@@ -315,22 +307,17 @@ absl::Status RunLayoutsCommand(std::span<const std::string> args, std::ostream& 
     w.bytes.assign(size.nbuffers, 0);
   }
 
-  const bool progress = isatty(STDERR_FILENO);
   std::vector<std::vector<Sample>> samples(configs.size());
-  for (int64_t rep = 0; rep < *repetitions; ++rep) {
-    if (progress) std::fprintf(stderr, "\rlayouts: repetition %lld/%lld ", static_cast<long long>(rep + 1), static_cast<long long>(*repetitions));
-    // Round robin, starting one further along each time.
-    for (size_t i = 0; i < configs.size(); ++i) {
-      const Config& c = configs[(i + static_cast<size_t>(rep)) % configs.size()];
-      Sample s;
-      absl::Status status = buffers::WithLayout(c.layout, [&]<RefCountTable T>() {
-        return MeasureOnce<T>(c.size.nbuffers, *kernel, warm[c.size.nbuffers], static_cast<int>(rep), s);
-      });
-      if (!status.ok()) return status;
-      samples[(i + static_cast<size_t>(rep)) % configs.size()].push_back(s);
-    }
-  }
-  if (progress) std::fprintf(stderr, "\r\033[K");
+  absl::Status measured = RunInterleaved("layouts", *repetitions, configs.size(), [&](size_t index, int64_t rep) {
+    const Config& c = configs[index];
+    Sample s;
+    absl::Status status = buffers::WithLayout(c.layout, [&]<RefCountTable T>() {
+      return MeasureOnce<T>(c.size.nbuffers, *kernel, warm[c.size.nbuffers], static_cast<int>(rep), s);
+    });
+    if (status.ok()) samples[index].push_back(s);
+    return status;
+  });
+  if (!measured.ok()) return measured;
 
   std::vector<Column> columns = {
       {"layout", "layout"},
@@ -417,13 +404,7 @@ absl::Status RunLayoutsCommand(std::span<const std::string> args, std::ostream& 
     out << "Policies `assert` (this build has no assert checking) and `off` run no exit check: 0 us.\n";
   }
 
-  if (flags->Has("json")) {
-    if (absl::Status s = report.WriteJsonFile(flags->Get("json")); !s.ok()) return s;
-  }
-  if (flags->Has("csv")) {
-    if (absl::Status s = report.WriteCsvFile(flags->Get("csv")); !s.ok()) return s;
-  }
-  return absl::OkStatus();
+  return report.WriteFiles(flags->Get("json"), flags->Get("csv"));
 }
 
 }  // namespace backendlab::tools

@@ -112,4 +112,12 @@ absl::Status Report::WriteCsvFile(const std::string& path) const {
   return WriteFile(path, [&](std::ostream& out) { WriteCsv(out); });
 }
 
+absl::Status Report::WriteFiles(const std::string& json_path, const std::string& csv_path) const {
+  if (!json_path.empty()) {
+    if (absl::Status s = WriteJsonFile(json_path); !s.ok()) return s;
+  }
+  if (!csv_path.empty()) return WriteCsvFile(csv_path);
+  return absl::OkStatus();
+}
+
 }  // namespace backendlab::tools

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "nlohmann/json.hpp"
+#include "profiling/summary.h"
 
 namespace backendlab::tools {
 
@@ -40,12 +41,24 @@ class Report {
   // Writes JSON/CSV to `path`; an error names the file.
   absl::Status WriteJsonFile(const std::string& path) const;
   absl::Status WriteCsvFile(const std::string& path) const;
+  // The --json and --csv outputs of a command: each file whose path is not
+  // empty, JSON first.
+  absl::Status WriteFiles(const std::string& json_path, const std::string& csv_path) const;
 
  private:
   std::vector<Column> columns_;
   std::vector<std::vector<Cell>> rows_;
   nlohmann::json header_ = nlohmann::json::object();
 };
+
+// The median of field(s) over `samples`: what a report's cells quote.
+template <typename Sample, typename Field>
+double MedianOf(const std::vector<Sample>& samples, Field field) {
+  std::vector<double> values;
+  values.reserve(samples.size());
+  for (const Sample& s : samples) values.push_back(static_cast<double>(field(s)));
+  return profiling::Summarize(std::move(values)).median;
+}
 
 }  // namespace backendlab::tools
 

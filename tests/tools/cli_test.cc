@@ -1,39 +1,21 @@
 // The real backendlab binary: exit codes, one-line errors, help, and a tiny `layouts` run's JSON and CSV.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/test_util/run_program.h"
 #include "tests/test_util/temp_dir.h"
 #include "nlohmann/json.hpp"
-
-extern char** environ;
 
 namespace backendlab::tools {
 namespace {
 
-struct RunResult {
-  int exit_code = -1;  // 128 + signal if killed by one
-  std::string out;
-  std::string err;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using test_util::IsOneLineStartingWith;
+using test_util::ReadFile;
+using test_util::RunResult;
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -45,44 +27,11 @@ std::vector<std::string> Lines(const std::string& text) {
 // Each test gets a private directory for the child's output and its files.
 class CliTest : public test_util::TempDirTest {
  protected:
-  // Runs the binary with `args`; stdout and stderr go to files in dir_ (no pipe
-  // can fill up and stall the child), stdin is /dev/null.
   RunResult Run(const std::vector<std::string>& args) {
-    RunResult result;
-    const std::string out_path = dir_ + "/stdout", err_path = dir_ + "/stderr";
-    std::vector<std::string> argv_strings = {BACKENDLAB_CLI_PATH};
-    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& s : argv_strings) argv.push_back(s.data());
-    argv.push_back(nullptr);
-
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    pid_t pid;
-    const int spawn_error = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    EXPECT_EQ(spawn_error, 0) << "cannot run " << BACKENDLAB_CLI_PATH;
-    if (spawn_error != 0) return result;
-
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0) {
-      if (errno != EINTR) {
-        ADD_FAILURE() << "waitpid failed";
-        return result;
-      }
-    }
-    if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
-    result.out = ReadFile(out_path);
-    result.err = ReadFile(err_path);
-    std::filesystem::remove(out_path);
-    std::filesystem::remove(err_path);
-    return result;
+    std::vector<std::string> argv = {BACKENDLAB_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test_util::RunProgram(std::move(argv), dir_);
   }
-
 };
 
 // Small settings for the flags a bad-input case does not set, so that a bad
@@ -95,16 +44,6 @@ std::vector<std::string> WithSmallDefaults(std::vector<std::string> args) {
     if (!given) args.push_back(flag);
   }
   return args;
-}
-
-::testing::AssertionResult IsOneLineStartingWith(const std::string& text, const std::string& prefix) {
-  if (text.rfind(prefix, 0) != 0) {
-    return ::testing::AssertionFailure() << "does not start with '" << prefix << "': " << text;
-  }
-  if (text.empty() || text.back() != '\n' || std::count(text.begin(), text.end(), '\n') != 1) {
-    return ::testing::AssertionFailure() << "not exactly one line: '" << text << "'";
-  }
-  return ::testing::AssertionSuccess();
 }
 
 TEST_F(CliTest, LayoutsUsageErrorsExitTwoWithOneLine) {

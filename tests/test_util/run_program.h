@@ -1,0 +1,86 @@
+// Runs a program (the backendlab CLI) as a child for a test: stdin from
+// /dev/null, stdout and stderr into files, reaped before returning.
+#ifndef BACKENDLAB_TESTS_TEST_UTIL_RUN_PROGRAM_H_
+#define BACKENDLAB_TESTS_TEST_UTIL_RUN_PROGRAM_H_
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+extern char** environ;
+
+namespace backendlab::test_util {
+
+struct RunResult {
+  int exit_code = -1;  // 128 + signal if killed by one
+  std::string out;
+  std::string err;
+};
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Runs argv[0] with `argv`; its stdout and stderr go to files in `dir` (no
+// pipe can fill up and stall the child), read back and removed.
+inline RunResult RunProgram(std::vector<std::string> argv_strings, const std::string& dir) {
+  RunResult result;
+  const std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
+  std::vector<char*> argv;
+  for (std::string& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid;
+  const int spawn_error = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  EXPECT_EQ(spawn_error, 0) << "cannot run " << argv_strings[0];
+  if (spawn_error != 0) return result;
+
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      ADD_FAILURE() << "waitpid failed";
+      return result;
+    }
+  }
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
+  result.out = ReadFile(out_path);
+  result.err = ReadFile(err_path);
+  std::filesystem::remove(out_path);
+  std::filesystem::remove(err_path);
+  return result;
+}
+
+// What the CLI prints for an error: exactly one line, starting with `prefix`.
+inline ::testing::AssertionResult IsOneLineStartingWith(const std::string& text, const std::string& prefix) {
+  if (text.rfind(prefix, 0) != 0) {
+    return ::testing::AssertionFailure() << "does not start with '" << prefix << "': " << text;
+  }
+  if (text.empty() || text.back() != '\n' || std::count(text.begin(), text.end(), '\n') != 1) {
+    return ::testing::AssertionFailure() << "not exactly one line: '" << text << "'";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace backendlab::test_util
+
+#endif  // BACKENDLAB_TESTS_TEST_UTIL_RUN_PROGRAM_H_
