@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "base/fresh_allocations.h"
 #include "tools/catcache_command.h"
+#include "tools/cycle_command.h"
 #include "tools/layouts_command.h"
 
 namespace {
@@ -20,6 +21,10 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
+    {"compare", "connect/disconnect loops over a matrix of configurations, interleaved",
+     backendlab::tools::RunCompareCommand, backendlab::tools::CompareUsage},
+    {"cycle", "connect/disconnect loops against one configuration, phase by phase",
+     backendlab::tools::RunCycleCommand, backendlab::tools::CycleUsage},
     {"layouts", "compare the PrivateRefCount layouts (array, bytes, hash)",
      backendlab::tools::RunLayoutsCommand, backendlab::tools::LayoutsUsage},
     {"catcache", "compare the catalog-cache bucket strategies (palloc0, bss, expansible, mmap)",
@@ -52,6 +57,7 @@ int main(int argc, char** argv) {
     absl::Status status = c.run(args, std::cout);
     if (status.ok()) return 0;
     std::cerr << "backendlab " << c.name << ": " << status.message() << "\n";
+    if (absl::IsCancelled(status)) return 130;  // ^C: stopped cleanly, as a shell expects
     return absl::IsInvalidArgument(status) ? 2 : 1;
   }
   std::cerr << "backendlab: unknown command '" << argv[1] << "' (try: backendlab --help)\n";

@@ -27,6 +27,14 @@ struct RunResult {
   std::string err;
 };
 
+// The lines of `text`, without their newlines.
+inline std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::ostringstream text;

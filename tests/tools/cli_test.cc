@@ -14,15 +14,9 @@ namespace backendlab::tools {
 namespace {
 
 using test_util::IsOneLineStartingWith;
+using test_util::Lines;
 using test_util::ReadFile;
 using test_util::RunResult;
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 // Each test gets a private directory for the child's output and its files.
 class CliTest : public test_util::TempDirTest {

@@ -1,0 +1,178 @@
+// A backend's phases, templated over the refcount layout chosen at its start.
+#include "lifecycle/backend.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "base/compiler.h"
+#include "buffers/layout_dispatch.h"
+#include "catcache/catcache.h"
+#include "profiling/resource_usage.h"
+#include "profiling/syscall_counter.h"
+
+namespace backendlab::lifecycle {
+namespace {
+
+using buffers::BufferId;
+using buffers::RefCountTable;
+
+// Times one phase at a time into the record; each phase is published (its bit
+// in phases_done) only after its counters are written.
+class PhaseRecorder {
+ public:
+  PhaseRecorder(BackendRecord& record, const profiling::SyscallCounter* syscalls)
+      : record_(record), syscalls_(syscalls) {}
+
+  void Begin() {
+    syscalls_at_begin_ = syscalls_ ? syscalls_->Read() : -1;
+    begin_ = profiling::SampleSelf();
+  }
+  void End(Phase phase) {
+    const profiling::ResourceSample used = profiling::SampleSelf() - begin_;
+    PhaseCounters& c = record_.phase[static_cast<int>(phase)];
+    c.wall_ns = used.wall_ns;
+    c.cpu_ns = used.cpu_ns;
+    c.minor_faults = used.minor_faults;
+    c.major_faults = used.major_faults;
+    if (syscalls_at_begin_ >= 0) {
+      const int64_t now = syscalls_->Read();
+      // The delta includes this read() itself; the reading at Begin was
+      // counted before the phase started.
+      c.syscalls = now >= 0 ? now - syscalls_at_begin_ - 1 : -1;
+    }
+    __atomic_or_fetch(&record_.phases_done, 1u << static_cast<int>(phase), __ATOMIC_RELEASE);
+  }
+
+ private:
+  BackendRecord& record_;
+  const profiling::SyscallCounter* syscalls_;
+  profiling::ResourceSample begin_;
+  int64_t syscalls_at_begin_ = -1;
+};
+
+// The buffers a backend's work touches: spread over the pool, different per
+// backend, deterministic.
+BufferId WorkBuffer(int64_t sequence, int64_t i, uint32_t nbuffers) {
+  uint64_t x = static_cast<uint64_t>(sequence) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(i) * 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 31;
+  return static_cast<BufferId>(x % nbuffers);
+}
+
+absl::Status WaitForTerminate(int fd) {
+  char c;
+  for (;;) {
+    const ssize_t n = read(fd, &c, 1);
+    if (n == 1 || n == 0) return absl::OkStatus();  // "terminate", or the client closed
+    if (errno != EINTR) return absl::UnavailableError(absl::StrCat("backend read: ", std::strerror(errno)));
+  }
+}
+
+template <RefCountTable T>
+absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendRecord& record) {
+  const BackendConfig& config = env.config;
+  std::optional<profiling::SyscallCounter> syscalls;
+  if (config.count_syscalls) {
+    if (absl::StatusOr<profiling::SyscallCounter> counter = profiling::SyscallCounter::Open(); counter.ok()) {
+      syscalls.emplace(*std::move(counter));
+    }
+  }
+  PhaseRecorder phases(record, syscalls ? &*syscalls : nullptr);
+
+  // The end of `fork`: all the child did since fork() returned in it (closing
+  // the postmaster's descriptors, signal set-up, first touches of code, stack
+  // and heap pages) belongs to starting a backend. A forked child's counters
+  // start at zero, so what they show now is that start; the postmaster adds
+  // its own fork() call and the wall time since accept.
+  record.child_start_ns = profiling::NowNs();
+  const profiling::ResourceSample started = profiling::SampleSelf();
+  record.phase[static_cast<int>(Phase::kFork)].cpu_ns = started.cpu_ns;
+  record.phase[static_cast<int>(Phase::kFork)].minor_faults = started.minor_faults;
+  record.phase[static_cast<int>(Phase::kFork)].major_faults = started.major_faults;
+
+  phases.Begin();
+  absl::StatusOr<T> table = T::Create(config.shared_buffers.nbuffers);
+  if (!table.ok()) return table.status();
+  phases.End(Phase::kInitBuffers);
+
+  phases.Begin();
+  absl::StatusOr<std::unique_ptr<catcache::CatCacheSet>> caches = catcache::CatCacheSet::Create(config.catcache, env.profile);
+  if (!caches.ok()) return caches.status();
+  phases.End(Phase::kInitCatcache);
+
+  phases.Begin();
+  for (int64_t i = 0; i < config.work_pins; ++i) {
+    const BufferId b = WorkBuffer(record.sequence, i, config.shared_buffers.nbuffers);
+    if (absl::Status s = table->Pin(b); !s.ok()) return s;
+    env.pool->SharedRefCount(b).fetch_add(1, std::memory_order_relaxed);
+    CompilerBarrier();
+    env.pool->SharedRefCount(b).fetch_sub(1, std::memory_order_relaxed);
+    if (absl::Status s = table->Unpin(b); !s.ok()) return s;
+  }
+  if (record.sequence == config.kill_backend) raise(SIGKILL);  // a backend dying mid-work
+  if (absl::StatusOr<catcache::FirstQueriesResult> r = catcache::RunFirstQueries(**caches, env.lookups); !r.ok()) {
+    return r.status();
+  }
+  for (int32_t i = 0; i < config.leak_pins; ++i) {  // a planted bug: pins never released
+    const BufferId b = WorkBuffer(record.sequence, -1 - i, config.shared_buffers.nbuffers);
+    if (absl::Status s = table->Pin(b); !s.ok()) return s;
+    env.pool->SharedRefCount(b).fetch_add(1, std::memory_order_relaxed);
+  }
+  phases.End(Phase::kWork);
+
+  record.ready_ns = profiling::NowNs();
+  if (client_fd >= 0) {
+    if (write(client_fd, &kReadyByte, 1) != 1) {
+      return absl::UnavailableError(absl::StrCat("backend write: ", std::strerror(errno)));
+    }
+    if (absl::Status s = WaitForTerminate(client_fd); !s.ok()) return s;
+  }
+  record.terminate_ns = profiling::NowNs();
+
+  // Exit callbacks in PostgreSQL's order: the buffer check first (it was
+  // registered last, with on_shmem_exit), then the backend's own teardown.
+  phases.Begin();
+  buffers::ExitCheckResult check = buffers::RunExitCheck(*table, config.exit_check, buffers::ScanKernel::kSimd);
+  for (const buffers::Leak& leak : check.leaks) {
+    // As AtProcExit_Buffers did, the forcibly released pins leave shared memory too.
+    env.pool->SharedRefCount(leak.buffer).fetch_sub(static_cast<uint32_t>(leak.count), std::memory_order_relaxed);
+  }
+  phases.End(Phase::kExitCheck);
+  record.exit_check_ran = check.ran ? 1 : 0;
+  record.leaks_found = static_cast<int32_t>(check.leaks.size());
+  for (size_t i = 0; i < check.leaks.size() && i < kMaxReportedLeaks; ++i) {
+    record.leak_buffers[i] = static_cast<int32_t>(check.leaks[i].buffer);
+    record.leak_counts[i] = check.leaks[i].count;
+  }
+
+  phases.Begin();
+  caches->reset();
+  { T gone = *std::move(table); }
+  phases.End(Phase::kTeardown);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<BackendEnvironment> PrepareBackendEnvironment(const BackendConfig& config, SharedPool* pool) {
+  BackendEnvironment env;
+  env.config = config;
+  absl::StatusOr<catcache::SyscacheProfile> profile = catcache::BuiltinProfile(config.profile);
+  if (!profile.ok()) return profile.status();
+  env.profile = *std::move(profile);
+  env.lookups = catcache::MakeFirstQueries(env.profile, config.work_lookups);
+  env.pool = pool;
+  return env;
+}
+
+absl::Status RunBackend(const BackendEnvironment& env, int client_fd, BackendRecord& record) {
+  return buffers::WithLayout(env.config.layout, [&]<RefCountTable T>() {
+    return RunPhases<T>(env, client_fd, record);
+  });
+}
+
+}  // namespace backendlab::lifecycle

@@ -1,0 +1,59 @@
+// One backend's life: init the refcount table and the catalog caches, do a
+// little work, tell the client it is ready, wait for "terminate", run the exit
+// callbacks in PostgreSQL's order, and record every phase as it goes.
+#ifndef BACKENDLAB_LIFECYCLE_BACKEND_H_
+#define BACKENDLAB_LIFECYCLE_BACKEND_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "buffers/exit_check.h"
+#include "buffers/refcount_table.h"
+#include "buffers/shared_buffers.h"
+#include "catcache/bucket_allocator.h"
+#include "catcache/first_queries.h"
+#include "catcache/syscache_profile.h"
+#include "lifecycle/backend_record.h"
+#include "lifecycle/shared_pool.h"
+
+namespace backendlab::lifecycle {
+
+struct BackendConfig {
+  buffers::Layout layout = buffers::Layout::kHash;
+  buffers::ExitCheckPolicy exit_check = buffers::ExitCheckPolicy::kAssert;
+  buffers::SharedBuffers shared_buffers{};
+  catcache::BucketStrategy catcache = catcache::BucketStrategy::kPalloc0;
+  std::string profile = "pg17";
+  int64_t work_pins = 20;      // pin+unpin pairs in the work phase
+  int64_t work_lookups = 100;  // catcache searches in the work phase
+  bool count_syscalls = true;   // per phase, where the kernel allows
+  // Fault injection for tests and demonstrations:
+  int32_t leak_pins = 0;        // buffers each backend leaves pinned at exit
+  int64_t kill_backend = -1;    // the backend with this sequence number SIGKILLs itself in `work`
+};
+
+// What every backend shares, prepared once before any fork (so a backend pays
+// nothing to build it, as catalog contents cost a PostgreSQL backend nothing
+// to exist): the profile, the lookup sequence and the shared buffer pool.
+struct BackendEnvironment {
+  BackendConfig config;
+  catcache::SyscacheProfile profile;
+  std::vector<catcache::Lookup> lookups;
+  SharedPool* pool = nullptr;
+};
+
+absl::StatusOr<BackendEnvironment> PrepareBackendEnvironment(const BackendConfig& config, SharedPool* pool);
+
+// Runs the backend's phases, writing each into `record` as soon as it ends (so
+// a backend that dies leaves what it had measured). `client_fd` >= 0: send
+// "ready" after `work` and wait for "terminate" or EOF; -1 (inproc): no wait.
+// Returns the first error; the record says how far it got.
+absl::Status RunBackend(const BackendEnvironment& env, int client_fd, BackendRecord& record);
+
+// The protocol's two bytes.
+inline constexpr char kReadyByte = 'R';
+inline constexpr char kTerminateByte = 'X';
+
+}  // namespace backendlab::lifecycle
+
+#endif  // BACKENDLAB_LIFECYCLE_BACKEND_H_

@@ -1,0 +1,19 @@
+// Phase names: the same words in code, CLI, JSON, CSV and docs.
+#include "lifecycle/backend_record.h"
+
+namespace backendlab::lifecycle {
+
+std::string_view PhaseName(Phase phase) {
+  switch (phase) {
+    case Phase::kFork: return "fork";
+    case Phase::kInitBuffers: return "init_buffers";
+    case Phase::kInitCatcache: return "init_catcache";
+    case Phase::kWork: return "work";
+    case Phase::kExitCheck: return "exit_check";
+    case Phase::kTeardown: return "teardown";
+    case Phase::kReap: return "reap";
+  }
+  return "?";
+}
+
+}  // namespace backendlab::lifecycle

@@ -1,0 +1,87 @@
+// What one backend's life cost, phase by phase: the record a backend writes
+// into its shared-memory slot as it goes, and the postmaster completes.
+#ifndef BACKENDLAB_LIFECYCLE_BACKEND_RECORD_H_
+#define BACKENDLAB_LIFECYCLE_BACKEND_RECORD_H_
+
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+#include "absl/status/statusor.h"
+
+namespace backendlab::lifecycle {
+
+// The phases of a backend's life, in order. The same words in the CLI, JSON,
+// CSV and docs.
+enum class Phase : int {
+  kFork,          // accept -> the backend's first phase begins (postmaster's fork() + the child's start-up)
+  kInitBuffers,   // the refcount table (InitBufferPoolAccess)
+  kInitCatcache,  // the catalog caches (InitCatalogCache)
+  kWork,          // pins and catcache lookups
+  kExitCheck,     // the buffer leak check, per policy (AtProcExit_Buffers)
+  kTeardown,      // the backend's own frees and unmaps
+  kReap,          // _exit -> reaped by the postmaster (the kernel tearing down the process)
+};
+inline constexpr int kNumPhases = 7;
+inline constexpr Phase kAllPhases[] = {Phase::kFork,      Phase::kInitBuffers, Phase::kInitCatcache, Phase::kWork,
+                                       Phase::kExitCheck, Phase::kTeardown,    Phase::kReap};
+std::string_view PhaseName(Phase phase);
+
+struct PhaseCounters {
+  int64_t wall_ns = 0;
+  int64_t cpu_ns = 0;
+  int64_t minor_faults = 0;
+  int64_t major_faults = 0;
+  int64_t syscalls = -1;  // -1: not counted (kernel refused, or not measurable for this phase)
+};
+
+enum class BackendOutcome : int32_t {
+  kRunning = 0,  // never finished: it died before its exit (see signal)
+  kExited = 1,   // ran to _exit(0)
+  kCrashed = 2,  // killed by a signal or a non-zero exit
+};
+
+inline constexpr int kMaxReportedLeaks = 4;
+
+// Trivially copyable: it lives in shared memory and travels through a pipe.
+struct BackendRecord {
+  int64_t sequence = 0;  // accept order, from 0
+  int32_t pid = 0;
+  BackendOutcome outcome = BackendOutcome::kRunning;
+  int32_t signal = 0;       // the signal that killed it, if any
+  int32_t exit_status = 0;  // its exit code, if it exited
+  uint32_t phases_done = 0; // bit p: phase[p] is complete
+  int32_t leaks_found = 0;  // by the exit check
+  int32_t leak_buffers[kMaxReportedLeaks] = {};
+  int32_t leak_counts[kMaxReportedLeaks] = {};
+  int32_t exit_check_ran = 0;
+
+  // Timestamps, CLOCK_MONOTONIC ns (one clock for all processes).
+  int64_t accept_ns = 0;       // postmaster: accept() returned
+  int64_t child_start_ns = 0;  // backend: start-up done, about to begin init_buffers
+  int64_t ready_ns = 0;        // backend: about to send "ready"
+  int64_t terminate_ns = 0;    // backend: "terminate" or EOF received
+  int64_t exit_ns = 0;         // backend: about to _exit
+  int64_t reaped_ns = 0;       // postmaster: waitpid returned it
+
+  // The child's own counters at exit, so the postmaster can take the kernel's
+  // teardown (wait4's totals minus these) as the reap phase.
+  int64_t exit_cpu_ns = 0;
+  int64_t exit_minor_faults = 0;
+  int64_t exit_major_faults = 0;
+
+  PhaseCounters phase[kNumPhases];
+
+  bool Done(Phase p) const { return (phases_done >> static_cast<int>(p) & 1u) != 0; }
+  // The backend's idle time between "ready" and "terminate": the client's
+  // round trip, not a phase.
+  int64_t WaitNs() const { return terminate_ns - ready_ns; }
+  // accept -> reaped.
+  int64_t LifetimeNs() const { return reaped_ns - accept_ns; }
+};
+static_assert(std::is_trivially_copyable_v<BackendRecord>,
+              "records are written to shared memory and pipes byte for byte");
+
+}  // namespace backendlab::lifecycle
+
+#endif  // BACKENDLAB_LIFECYCLE_BACKEND_RECORD_H_

@@ -1,0 +1,50 @@
+// Summaries of cycle records.
+#include "lifecycle/cycle_summary.h"
+
+namespace backendlab::lifecycle {
+
+CycleSummary Summarize(const CycleResult& result) {
+  CycleSummary s;
+  for (Phase p : kAllPhases) {
+    std::vector<double> wall, cpu, minor, major, sys;
+    for (const BackendRecord& r : result.records) {
+      if (!r.Done(p)) continue;
+      const PhaseCounters& c = r.phase[static_cast<int>(p)];
+      wall.push_back(static_cast<double>(c.wall_ns) / 1e3);
+      cpu.push_back(static_cast<double>(c.cpu_ns) / 1e3);
+      minor.push_back(static_cast<double>(c.minor_faults));
+      major.push_back(static_cast<double>(c.major_faults));
+      if (c.syscalls >= 0) sys.push_back(static_cast<double>(c.syscalls));
+    }
+    PhaseStats& ps = s.phases[static_cast<int>(p)];
+    ps.wall_us = profiling::Summarize(wall);
+    ps.cpu_us = profiling::Summarize(cpu).median;
+    ps.minor_faults = profiling::Summarize(minor).median;
+    ps.major_faults = profiling::Summarize(major).median;
+    ps.syscalls = sys.empty() ? -1 : profiling::Summarize(sys).median;
+  }
+  std::vector<double> wait, life, connect, forks;
+  for (const BackendRecord& r : result.records) {
+    if (r.outcome == BackendOutcome::kExited) {
+      ++s.exited;
+      wait.push_back(static_cast<double>(r.WaitNs()) / 1e3);
+      life.push_back(static_cast<double>(r.LifetimeNs()) / 1e3);
+    } else {
+      ++s.crashed;
+    }
+    s.leaks += r.leaks_found;
+  }
+  for (int64_t ns : result.connect_latency_ns) connect.push_back(static_cast<double>(ns) / 1e3);
+  for (int64_t ns : result.baseline_fork_ns) forks.push_back(static_cast<double>(ns));
+  s.wait_us = profiling::Summarize(wait);
+  s.lifetime_us = profiling::Summarize(life);
+  s.connect_us = profiling::Summarize(connect);
+  if (result.wall_ns > 0) {
+    s.connections_per_second = static_cast<double>(result.connections) * 1e9 / static_cast<double>(result.wall_ns);
+  }
+  const double fork_ns = profiling::Summarize(forks).median;
+  if (fork_ns > 0) s.baseline_forks_per_second = 1e9 / fork_ns;
+  return s;
+}
+
+}  // namespace backendlab::lifecycle

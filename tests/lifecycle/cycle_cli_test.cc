@@ -1,0 +1,410 @@
+// The real `backendlab cycle` and `compare`: usage errors, crashes, leaks, ^C and cleanup, as a user sees them.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/check.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/lifecycle/child_processes.h"
+#include "tests/test_util/run_program.h"
+#include "tests/test_util/temp_dir.h"
+#include "tools/cycle_flags.h"
+
+extern char** environ;
+
+namespace backendlab::tools {
+namespace {
+
+using test_util::ChildrenOf;
+using test_util::IsOneLineStartingWith;
+using test_util::Lines;
+using test_util::ReadFile;
+using test_util::RunResult;
+
+int CountLinesContaining(const std::string& text, const std::string& part) {
+  const std::vector<std::string> lines = Lines(text);
+  return static_cast<int>(
+      std::count_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(part) != std::string::npos; }));
+}
+
+// Each test gets a private directory for the child's output, and in it a
+// private TMPDIR for the tool's socket directory, which must be empty again
+// after every run (passed, failed or interrupted).
+class CycleCliTest : public test_util::TempDirTest {
+ protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    tmpdir_ = dir_ + "/tmp";
+    ASSERT_TRUE(std::filesystem::create_directory(tmpdir_));
+    tmpdir_env_.emplace("TMPDIR", tmpdir_);
+  }
+  void TearDown() override {
+    tmpdir_env_.reset();
+    TempDirTest::TearDown();
+  }
+
+  RunResult Run(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {BACKENDLAB_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test_util::RunProgram(std::move(argv), dir_);
+  }
+
+  void ExpectTmpdirEmpty() {
+    EXPECT_TRUE(std::filesystem::is_empty(tmpdir_)) << "the tool left files in its TMPDIR " << tmpdir_;
+  }
+
+  std::string tmpdir_;
+  std::optional<test_util::ScopedEnv> tmpdir_env_;
+};
+
+// Small settings for the flags a bad-input case does not set, so that a bad
+// input wrongly accepted fails quickly instead of running the full default.
+std::vector<std::string> WithSmallDefaults(const std::string& command, std::vector<std::string> args) {
+  std::vector<const char*> defaults;
+  if (command == "cycle") {
+    defaults = {"--shared-buffers=128MB", "--connections=2", "--warmup=0", "--work-lookups=10"};
+  } else {
+    defaults = {"--layouts=hash",  "--shared-buffers=128MB", "--exit-check=off", "--connections=2",
+                "--rounds=1",      "--warmup=0",             "--work-lookups=10"};
+  }
+  auto given = [&](const std::string& name) {
+    return std::any_of(args.begin(), args.end(), [&](const std::string& a) { return a.rfind(name, 0) == 0; });
+  };
+  std::vector<std::string> out = {command};
+  out.insert(out.end(), args.begin(), args.end());
+  for (const char* flag : defaults) {
+    const std::string name = std::string(flag).substr(0, std::string(flag).find('=') + 1);
+    // --duration replaces --connections: giving both is an error of its own.
+    if (given(name) || (name == "--connections=" && given("--duration="))) continue;
+    out.push_back(flag);
+  }
+  return out;
+}
+
+// ---- usage errors -------------------------------------------------------------
+
+struct BadInput {
+  std::string command;
+  std::vector<std::string> args;
+  friend void PrintTo(const BadInput& b, std::ostream* os) {
+    *os << b.command;
+    for (const std::string& a : b.args) *os << " " << a;
+  }
+};
+
+class CycleBadInputTest : public CycleCliTest, public testing::WithParamInterface<BadInput> {};
+
+TEST_P(CycleBadInputTest, OneLineOnStderrAndExit2) {
+  const BadInput& bad = GetParam();
+  const RunResult r = Run(WithSmallDefaults(bad.command, bad.args));
+  EXPECT_EQ(r.exit_code, 2) << "stderr: " << r.err;
+  EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab " + bad.command + ": "));
+  EXPECT_EQ(r.out, "") << "a usage error runs nothing and prints no report";
+  ExpectTmpdirEmpty();
+}
+
+std::vector<BadInput> BadInputs() {
+  // Given to both commands; `layout` is `layouts` for compare.
+  const std::vector<std::vector<std::string>> kBoth = {
+      {"--exit-check=sometimes"},
+      {"--shared-buffers=0"},
+      {"--shared-buffers=-1"},
+      {"--shared-buffers=12XB"},
+      {"--shared-buffers=8 GB"},
+      {"--shared-buffers=16TB"},
+      {"--catcache=heap"},
+      {"--profile=pg99"},
+      {"--clients=0"},
+      {"--clients=5", "--connections=2"},
+      {"--connections=0"},
+      {"--connections=-3"},
+      {"--mode=thread"},
+      {"--mode=inproc", "--clients=2"},
+      {"--bogus=1"},
+      {"--warmup=-1"},
+      {"--work-pins=-1"},
+      {"--syscalls=maybe"},
+      {"positional"},
+  };
+  std::vector<BadInput> all;
+  for (const auto& args : kBoth) {
+    all.push_back({"cycle", args});
+    all.push_back({"compare", args});
+  }
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--layout=foo"},
+           {"--duration=0s"},
+           {"--duration=abc"},
+           {"--duration=10"},
+           {"--duration=1s", "--connections=5"},
+           {"--leak-pins=-1"},
+           {"--kill-backend=-2"},
+           {"--mode=inproc", "--kill-backend=1"},
+           {"--layout=hash", "--layout=array"},
+       }) {
+    all.push_back({"cycle", args});
+  }
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--layouts=foo"},
+           {"--rounds=0"},
+           {"--layouts=array,,hash"},
+           {"--shared-buffers=128MB,,1GB"},
+           {"--exit-check=always,sometimes"},
+           {"--connections=2", "--rounds=3"},
+       }) {
+    all.push_back({"compare", args});
+  }
+  return all;
+}
+
+std::string BadInputName(const testing::TestParamInfo<BadInput>& info) {
+  std::string name = info.param.command;
+  for (const std::string& a : info.param.args) {
+    name += "_";
+    for (char c : a.substr(a.rfind("--", 0) == 0 ? 2 : 0)) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Flags, CycleBadInputTest, testing::ValuesIn(BadInputs()), BadInputName);
+
+TEST(CycleDurationTest, ParsesDurationsInMilliseconds) {
+  EXPECT_EQ(ParseDurationMs("500ms").value_or(-1), 500);
+  EXPECT_EQ(ParseDurationMs("10s").value_or(-1), 10'000);
+  EXPECT_EQ(ParseDurationMs("2m").value_or(-1), 120'000);
+  for (const char* bad : {"0s", "0ms", "abc", "10", "s", "-1s", "1.5s", "10 s", "1h", "", "100000m"}) {
+    absl::StatusOr<int64_t> ms = ParseDurationMs(bad);
+    EXPECT_FALSE(ms.ok()) << "'" << bad << "'";
+    EXPECT_TRUE(absl::IsInvalidArgument(ms.status())) << "'" << bad << "': " << ms.status();
+  }
+}
+
+// ---- runs -----------------------------------------------------------------------
+
+const std::vector<std::string> kSmallRun = {"--shared-buffers=128MB", "--connections=10", "--warmup=2",
+                                            "--work-lookups=10"};
+
+std::vector<std::string> Cycle(std::vector<std::string> args) {
+  args.insert(args.begin(), "cycle");
+  args.insert(args.end(), kSmallRun.begin(), kSmallRun.end());
+  return args;
+}
+
+TEST_F(CycleCliTest, SmallRunPrintsEveryPhaseAndExitsZero) {
+  const std::string json = dir_ + "/cycle.json";
+  const RunResult r = Run(Cycle({"--layout=array", "--json=" + json}));
+  ASSERT_EQ(r.exit_code, 0) << "stderr: " << r.err;
+  EXPECT_EQ(r.err, "");
+  const std::vector<std::string> lines = Lines(r.out);
+  for (const char* phase : {"fork", "init_buffers", "init_catcache", "work", "exit_check", "teardown", "reap"}) {
+    const std::string row = std::string(phase) + " ";
+    EXPECT_EQ(std::count_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.rfind(row, 0) == 0; }), 1)
+        << "one row for phase " << phase << ":\n" << r.out;
+  }
+  EXPECT_NE(r.out.find("(10 measured, 0 failed)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("backends: 10 exited, 0 crashed"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(ReadFile(json), nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded());
+  ASSERT_TRUE(j.contains("header") && j["header"].contains("summary")) << j.dump(2);
+  const nlohmann::json& summary = j["header"]["summary"];
+  EXPECT_EQ(summary.value("connections", -1), 10);
+  EXPECT_EQ(summary.value("backends_crashed", -1), 0);
+  EXPECT_EQ(summary.value("interrupted", true), false);
+  std::vector<std::string> phases;
+  for (const nlohmann::json& row : j.value("rows", nlohmann::json::array())) {
+    phases.push_back(row.value("phase", ""));
+    EXPECT_EQ(row.value("backends", -1), 10) << row.dump();
+  }
+  EXPECT_EQ(phases, (std::vector<std::string>{"fork", "init_buffers", "init_catcache", "work", "exit_check",
+                                              "teardown", "reap"}));
+  ExpectTmpdirEmpty();
+}
+
+TEST_F(CycleCliTest, KilledBackendIsPrintedAndExitsOne) {
+  const RunResult r = Run(Cycle({"--kill-backend=5"}));
+  EXPECT_EQ(r.exit_code, 1) << "stderr: " << r.err;
+  int crash_lines = 0;
+  for (const std::string& line : Lines(r.out)) {
+    if (line.find("crashed:") == std::string::npos) continue;
+    ++crash_lines;
+    EXPECT_NE(line.find("connection 5"), std::string::npos) << line;
+    EXPECT_TRUE(line.find("SIGKILL") != std::string::npos || line.find("Killed") != std::string::npos) << line;
+  }
+  EXPECT_EQ(crash_lines, 1) << r.out;
+  EXPECT_NE(r.out.find("(9 measured, 1 failed)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("backends: 9 exited, 1 crashed"), std::string::npos) << r.out;
+  EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab cycle: "));
+  EXPECT_NE(r.err.find("crashed"), std::string::npos) << r.err;
+  ExpectTmpdirEmpty();
+}
+
+TEST_F(CycleCliTest, PlantedLeakIsReportedWhenTheExitCheckRuns) {
+  {
+    const RunResult r = Run(Cycle({"--layout=array", "--exit-check=always", "--leak-pins=2"}));
+    EXPECT_EQ(r.exit_code, 0) << "a leak is a warning, as in PostgreSQL: stderr: " << r.err;
+    EXPECT_GE(CountLinesContaining(r.out, "buffer refcount leak"), 2) << r.out;
+    EXPECT_NE(r.out.find("buffer leaks reported by the exit check: 20"), std::string::npos) << r.out;
+  }
+  {
+    const RunResult r = Run(Cycle({"--layout=array", "--exit-check=off", "--leak-pins=2"}));
+    EXPECT_EQ(r.exit_code, 0) << "stderr: " << r.err;
+    EXPECT_EQ(CountLinesContaining(r.out, "buffer refcount leak"), 0) << r.out;
+    EXPECT_NE(r.out.find("buffer leaks reported by the exit check: 0"), std::string::npos) << r.out;
+  }
+  {
+    const RunResult r = Run(Cycle({"--layout=array", "--exit-check=assert", "--leak-pins=2"}));
+    EXPECT_EQ(r.exit_code, 0) << "stderr: " << r.err;
+    if constexpr (kAssertChecking) {
+      EXPECT_GE(CountLinesContaining(r.out, "buffer refcount leak"), 2) << r.out;
+    } else {
+      EXPECT_EQ(CountLinesContaining(r.out, "buffer refcount leak"), 0) << r.out;
+      EXPECT_NE(r.out.find("compiled out"), std::string::npos) << r.out;
+    }
+  }
+  ExpectTmpdirEmpty();
+}
+
+TEST_F(CycleCliTest, UnusableTmpdirIsARunFailureOnOneLine) {
+  setenv("TMPDIR", "/nonexistent-dir", 1);
+  const RunResult r = Run(Cycle({}));
+  EXPECT_EQ(r.exit_code, 1) << "stderr: " << r.err;
+  EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab cycle: "));
+  EXPECT_NE(r.err.find("/nonexistent-dir"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(CycleCliTest, CompareSmallMatrixExitsZero) {
+  const RunResult r = Run({"compare", "--layouts=array,hash", "--shared-buffers=128MB", "--exit-check=always",
+                           "--connections=4", "--rounds=2", "--warmup=1", "--work-lookups=10"});
+  ASSERT_EQ(r.exit_code, 0) << "stderr: " << r.err;
+  EXPECT_EQ(r.err, "");
+  // One row per configuration, each row starting with its label.
+  for (const std::string label : {"array/always ", "hash/always "}) {
+    const std::vector<std::string> lines = Lines(r.out);
+    EXPECT_EQ(std::count_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.rfind(label, 0) == 0; }), 1)
+        << label << "\n" << r.out;
+  }
+  ExpectTmpdirEmpty();
+}
+
+// ---- ^C ------------------------------------------------------------------------------
+
+// A spawned tool with its output in files; killed and reaped if the test
+// leaves before it has.
+class SpawnedTool {
+ public:
+  SpawnedTool(std::vector<std::string> args, const std::string& dir) {
+    std::vector<char*> argv;
+    for (std::string& s : args) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, (dir + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&actions, 2, (dir + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  ~SpawnedTool() {
+    if (pid_ > 0 && !status_) {
+      kill(pid_, SIGKILL);
+      int status;
+      waitpid(pid_, &status, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+
+  // Its wait status once it has exited; nullopt while it runs.
+  std::optional<int> Poll() {
+    if (status_) return status_;
+    int status;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) status_ = status;
+    return status_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+};
+
+std::optional<std::string> FindSocket(const std::string& tmpdir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(tmpdir, ec)) {
+    const std::string socket = entry.path().string() + "/postmaster.sock";
+    if (std::filesystem::exists(socket, ec)) return socket;
+  }
+  return std::nullopt;
+}
+
+TEST_F(CycleCliTest, SigintStopsTheRunCleanlyWithExit130) {
+  // Orphans of the tool (a postmaster or backend it failed to reap) are
+  // reparented to this process instead of init, so they show up below as
+  // its children.
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  using Clock = std::chrono::steady_clock;
+  SpawnedTool tool({BACKENDLAB_CLI_PATH, "cycle", "--duration=60s", "--shared-buffers=128MB", "--work-lookups=10",
+                    "--warmup=2"},
+                   dir_);
+  ASSERT_GT(tool.pid(), 0);
+
+  // Running: the socket is bound and the postmaster forked. Generous
+  // deadlines: an ASan build on a loaded VM starts slowly.
+  const auto start_deadline = Clock::now() + std::chrono::seconds(20);
+  std::optional<std::string> socket;
+  std::vector<pid_t> postmaster;
+  while (Clock::now() < start_deadline && !tool.Poll()) {
+    if (!socket) socket = FindSocket(tmpdir_);
+    if (socket) postmaster = ChildrenOf(tool.pid());
+    if (!postmaster.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_FALSE(tool.Poll()) << "the tool exited early: " << ReadFile(dir_ + "/stderr");
+  ASSERT_TRUE(socket) << "no socket appeared in " << tmpdir_;
+  ASSERT_EQ(postmaster.size(), 1u) << "the tool's one child is the postmaster";
+  // Let connections come and go so that ^C lands mid-cycle.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  ASSERT_EQ(kill(tool.pid(), SIGINT), 0);
+  const auto sent = Clock::now();
+  std::optional<int> status;
+  while (!(status = tool.Poll()) && Clock::now() - sent < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(status) << "still running 10 s after SIGINT";
+  EXPECT_TRUE(WIFEXITED(*status)) << "killed by the signal instead of stopping cleanly: status " << *status;
+  if (WIFEXITED(*status)) {
+    EXPECT_EQ(WEXITSTATUS(*status), 130);
+  }
+
+  const std::vector<pid_t> left = ChildrenOf(getpid());
+  EXPECT_TRUE(left.empty()) << left.size() << " process(es) of the tool outlived it";
+  EXPECT_EQ(kill(postmaster[0], 0), -1) << "the postmaster " << postmaster[0] << " outlived the tool";
+  for (pid_t pid : left) {  // so that a failure here leaves nothing behind
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  ExpectTmpdirEmpty();
+  const std::string err = ReadFile(dir_ + "/stderr");
+  EXPECT_TRUE(IsOneLineStartingWith(err, "backendlab cycle: "));
+  EXPECT_NE(err.find("interrupted"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace backendlab::tools

@@ -1,0 +1,104 @@
+// `backendlab cycle`: connect/disconnect loops against one configuration, with
+// per-phase costs and the machine's bare fork rate measured in the same run.
+#include "tools/cycle_command.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "buffers/shared_buffers.h"
+#include "lifecycle/cycle.h"
+#include "lifecycle/cycle_summary.h"
+#include "tools/cycle_flags.h"
+#include "tools/flags.h"
+#include "tools/machine_header.h"
+#include "tools/report.h"
+
+namespace backendlab::tools {
+namespace {
+
+constexpr FlagSpec kFlags[] = {
+    {"mode", "fork", "fork: a postmaster forks a backend per connection; inproc: no fork"},
+    {"layout", "hash", "refcount table layout: array, bytes or hash"},
+    {"exit-check", "assert", "exit-check policy: always, assert or off"},
+    {"shared-buffers", "8GB", "shared_buffers (NBuffers = size / 8kB)"},
+    {"catcache", "palloc0", "catcache bucket strategy: palloc0, bss, expansible or mmap"},
+    {"profile", "pg17", "syscache profile: pg90 or pg17"},
+    {"clients", "1", "concurrent clients"},
+    {"connections", "", "measured connections (default 500 unless --duration)"},
+    {"duration", "", "run for this long instead, e.g. 10s or 500ms"},
+    {"warmup", "20", "connections run first and left out"},
+    {"work-pins", "20", "pin+unpin pairs per backend"},
+    {"work-lookups", "100", "catcache lookups per backend"},
+    {"syscalls", "on", "count syscalls per phase where the kernel allows: on or off"},
+    {"leak-pins", "0", "plant a bug: pins each backend never releases"},
+    {"kill-backend", "-1", "fault injection (fork mode): the backend of this connection number SIGKILLs itself"},
+    {"json", "", "also write the results as JSON to this file"},
+    {"csv", "", "also write the per-phase rows as CSV to this file"},
+};
+
+std::string Us(double v) { return v < 0 ? "-" : absl::StrFormat(v >= 100 ? "%.0f" : "%.1f", v); }
+
+}  // namespace
+
+std::string CycleUsage() {
+  return absl::StrCat(
+      "usage: backendlab cycle [flags]\n"
+      "Connect/disconnect loops (like pgbench -C) against a mock postmaster: connections/s,\n"
+      "connect latency, and where each backend's life goes, phase by phase.\n\n",
+      FlagsHelp(kFlags));
+}
+
+absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& out) {
+  absl::StatusOr<Flags> flags = Flags::Parse(args, kFlags);
+  if (!flags.ok()) return flags.status();
+  absl::StatusOr<lifecycle::CycleOptions> options = CycleOptionsFromFlags(*flags);
+  if (!options.ok()) return options.status();
+  if (isatty(STDERR_FILENO)) {
+    options->progress = [](const std::string& line) { std::fprintf(stderr, "\r%s\033[K", line.c_str()); };
+  }
+  absl::StatusOr<lifecycle::CycleResult> result = lifecycle::RunCycle(*options);
+  if (options->progress) std::fprintf(stderr, "\r\033[K");
+  if (!result.ok()) return result.status();
+  const lifecycle::CycleSummary s = lifecycle::Summarize(*result);
+  const lifecycle::BackendConfig& b = options->backend;
+
+  out << "backendlab cycle: " << ConfigLine(*options) << "\n";
+  nlohmann::json header = MachineHeader();
+  out << MachineLine(header) << "\n\n";
+  out << absl::StrFormat("connections/s: %.1f   connect latency us: p50 %s  p90 %s  p99 %s   (%d measured, %d failed)\n",
+                         s.connections_per_second, Us(s.connect_us.median), Us(s.connect_us.p90),
+                         Us(s.connect_us.p99), result->connections, result->failed_connections);
+  const double floor_ratio =
+      s.baseline_forks_per_second > 0 ? s.connections_per_second / s.baseline_forks_per_second : 0;
+  out << absl::StrFormat(
+      "bare fork+exit+wait in the same run: %.1f/s (median of %d) -> this configuration runs at %.2fx of that floor\n\n",
+      s.baseline_forks_per_second, static_cast<int>(result->baseline_fork_ns.size()), floor_ratio);
+
+  Report report = PhaseReport(s);
+  report.PrintText(out);
+  out << absl::StrFormat("(between work and exit_check the backend waited %s us median for the client's terminate)\n",
+                         Us(s.wait_us.median));
+  out << absl::StrFormat("backends: %d exited, %d crashed; buffer leaks reported by the exit check: %d\n", s.exited,
+                         s.crashed, s.leaks);
+  PrintIncidents(*result, out);
+  if (!result->syscalls.ok()) out << result->syscalls.message() << "\n";
+  if (b.exit_check == buffers::ExitCheckPolicy::kAssert && !kAssertChecking) {
+    out << "exit-check assert: this build has no assert checking, so the check is compiled out.\n";
+  }
+
+  header["command"] = "cycle";
+  header["config"] = ConfigJson(*options);
+  header["summary"] = SummaryJson(s, *result);
+  report.SetHeader(header);
+  if (absl::Status st = report.WriteFiles(flags->Get("json"), flags->Get("csv")); !st.ok()) return st;
+  if (result->interrupted) return absl::CancelledError("interrupted: stopped early, every backend reaped");
+  if (s.crashed > 0) return absl::AbortedError(absl::StrCat(s.crashed, " backend(s) crashed (see above)"));
+  return absl::OkStatus();
+}
+
+}  // namespace backendlab::tools

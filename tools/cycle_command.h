@@ -1,0 +1,21 @@
+// `backendlab cycle` (one configuration) and `backendlab compare` (a matrix),
+// both over lifecycle::RunCycle.
+#ifndef BACKENDLAB_TOOLS_CYCLE_COMMAND_H_
+#define BACKENDLAB_TOOLS_CYCLE_COMMAND_H_
+
+#include <ostream>
+#include <span>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace backendlab::tools {
+
+absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& out);
+std::string CycleUsage();
+absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& out);
+std::string CompareUsage();
+
+}  // namespace backendlab::tools
+
+#endif  // BACKENDLAB_TOOLS_CYCLE_COMMAND_H_

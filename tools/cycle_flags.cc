@@ -1,0 +1,221 @@
+// Flags and reports shared by `cycle` and `compare`.
+#include "tools/cycle_flags.h"
+
+#include <cstring>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "buffers/exit_check.h"
+#include "buffers/shared_buffers.h"
+#include "catcache/bucket_allocator.h"
+#include "catcache/syscache_profile.h"
+
+namespace backendlab::tools {
+
+absl::StatusOr<int64_t> ParseDurationMs(std::string_view text) {
+  const std::string t(text);
+  size_t digits = 0;
+  while (digits < t.size() && t[digits] >= '0' && t[digits] <= '9') ++digits;
+  int64_t n = 0;
+  if (digits == 0 || !absl::SimpleAtoi(t.substr(0, digits), &n)) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid duration '", t, "' (e.g. 10s, 500ms, 2m)"));
+  }
+  const std::string unit = t.substr(digits);
+  int64_t ms;
+  if (unit == "ms") {
+    ms = n;
+  } else if (unit == "s") {
+    ms = n * 1000;
+  } else if (unit == "m") {
+    ms = n * 60'000;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("invalid duration '", t, "': unit must be ms, s or m"));
+  }
+  if (ms <= 0 || ms > 24 * 3600 * 1000) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid duration '", t, "': must be > 0 and at most a day"));
+  }
+  return ms;
+}
+
+absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags, bool with_configuration) {
+  lifecycle::CycleOptions o;
+  lifecycle::BackendConfig& b = o.backend;
+  if (flags.Has("mode")) {
+    absl::StatusOr<lifecycle::Mode> mode = lifecycle::ParseMode(flags.Get("mode"));
+    if (!mode.ok()) return mode.status();
+    o.mode = *mode;
+  }
+  if (with_configuration && flags.Has("layout")) {
+    absl::StatusOr<buffers::Layout> layout = buffers::ParseLayout(flags.Get("layout"));
+    if (!layout.ok()) return layout.status();
+    b.layout = *layout;
+  }
+  if (with_configuration && flags.Has("exit-check")) {
+    absl::StatusOr<buffers::ExitCheckPolicy> policy = buffers::ParseExitCheckPolicy(flags.Get("exit-check"));
+    if (!policy.ok()) return policy.status();
+    b.exit_check = *policy;
+  }
+  if (with_configuration && flags.Has("shared-buffers")) {
+    absl::StatusOr<buffers::SharedBuffers> size = buffers::ParseSharedBuffers(flags.Get("shared-buffers"));
+    if (!size.ok()) return size.status();
+    b.shared_buffers = *size;
+  }
+  if (with_configuration && flags.Has("catcache")) {
+    absl::StatusOr<catcache::BucketStrategy> strategy = catcache::ParseBucketStrategy(flags.Get("catcache"));
+    if (!strategy.ok()) return strategy.status();
+    b.catcache = *strategy;
+  }
+  if (flags.Has("profile")) {
+    if (absl::StatusOr<catcache::SyscacheProfile> p = catcache::BuiltinProfile(flags.Get("profile")); !p.ok()) {
+      return p.status();
+    }
+    b.profile = flags.Get("profile");
+  }
+  struct IntFlag {
+    const char* name;
+    int64_t min, max;
+    int64_t* target;
+  };
+  int64_t clients = 1, leak = 0;
+  const IntFlag ints[] = {
+      {"clients", 1, 1024, &clients},
+      {"connections", 1, 100'000'000, &o.connections},
+      {"warmup", 0, 1'000'000, &o.warmup},
+      {"work-pins", 0, 1'000'000'000, &b.work_pins},
+      {"work-lookups", 0, 100'000'000, &b.work_lookups},
+      {"leak-pins", 0, 1000, &leak},
+      {"kill-backend", -1, INT64_MAX, &b.kill_backend},
+  };
+  for (const IntFlag& f : ints) {
+    if (!flags.Has(f.name)) continue;
+    absl::StatusOr<int64_t> v = flags.GetInt(f.name, f.min, f.max);
+    if (!v.ok()) return v.status();
+    *f.target = *v;
+  }
+  o.clients = static_cast<int>(clients);
+  b.leak_pins = static_cast<int32_t>(leak);
+  if (flags.Has("duration")) {
+    if (flags.Has("connections")) return absl::InvalidArgumentError("give --connections or --duration, not both");
+    absl::StatusOr<int64_t> ms = ParseDurationMs(flags.Get("duration"));
+    if (!ms.ok()) return ms.status();
+    o.duration_ms = *ms;
+    o.connections = 0;
+  } else if (!flags.Has("connections")) {
+    o.connections = 500;
+  }
+  if (flags.Has("syscalls")) {
+    const std::string v = flags.Get("syscalls");
+    if (v != "on" && v != "off") return absl::InvalidArgumentError("--syscalls must be on or off");
+    b.count_syscalls = v == "on";
+  }
+  if (absl::Status s = lifecycle::ValidateCycleOptions(o); !s.ok()) return s;
+  return o;
+}
+
+std::string ConfigLine(const lifecycle::CycleOptions& o, bool with_configuration) {
+  const lifecycle::BackendConfig& b = o.backend;
+  const std::string configuration =
+      with_configuration
+          ? absl::StrCat(", layout ", std::string(buffers::LayoutName(b.layout)), ", exit-check ",
+                         std::string(buffers::ExitCheckPolicyName(b.exit_check)), ", shared_buffers ",
+                         buffers::FormatSize(b.shared_buffers.bytes), ", catcache ",
+                         std::string(catcache::BucketStrategyName(b.catcache)), "/", b.profile)
+          : absl::StrCat(", syscache profile ", b.profile);
+  return absl::StrCat(std::string(lifecycle::ModeName(o.mode)), " mode", configuration, ", ", o.clients,
+                      o.clients == 1 ? " client, " : " clients, ",
+                      o.connections > 0 ? absl::StrCat(o.connections, " connections")
+                                        : absl::StrCat(o.duration_ms, " ms"),
+                      " (+", o.warmup, " warm-up), work ", b.work_pins, " pins + ", b.work_lookups, " lookups");
+}
+
+nlohmann::json ConfigJson(const lifecycle::CycleOptions& o) {
+  const lifecycle::BackendConfig& b = o.backend;
+  return {{"mode", lifecycle::ModeName(o.mode)},
+          {"layout", buffers::LayoutName(b.layout)},
+          {"exit_check", buffers::ExitCheckPolicyName(b.exit_check)},
+          {"shared_buffers_bytes", b.shared_buffers.bytes},
+          {"nbuffers", b.shared_buffers.nbuffers},
+          {"catcache", catcache::BucketStrategyName(b.catcache)},
+          {"profile", b.profile},
+          {"clients", o.clients},
+          {"connections", o.connections},
+          {"duration_ms", o.duration_ms},
+          {"warmup", o.warmup},
+          {"work_pins", b.work_pins},
+          {"work_lookups", b.work_lookups},
+          {"leak_pins", b.leak_pins}};
+}
+
+nlohmann::json SummaryJson(const lifecycle::CycleSummary& s, const lifecycle::CycleResult& r) {
+  return {{"connections_per_second", s.connections_per_second},
+          {"connect_us_p50", s.connect_us.median},
+          {"connect_us_p90", s.connect_us.p90},
+          {"connect_us_p99", s.connect_us.p99},
+          {"baseline_forks_per_second", s.baseline_forks_per_second},
+          {"connections", r.connections},
+          {"failed_connections", r.failed_connections},
+          {"backends_exited", s.exited},
+          {"backends_crashed", s.crashed},
+          {"leaks_reported", s.leaks},
+          {"wait_us_p50", s.wait_us.median},
+          {"lifetime_us_p50", s.lifetime_us.median},
+          {"syscalls_available", r.syscalls.ok()},
+          {"interrupted", r.interrupted}};
+}
+
+Report PhaseReport(const lifecycle::CycleSummary& s) {
+  Report report({{"phase", "phase"},
+                 {"backends", "backends", 0},
+                 {"median_us", "median us", 1},
+                 {"p99_us", "p99 us", 1},
+                 {"cpu_us", "cpu us", 1},
+                 {"minor_faults", "minor faults", 0},
+                 {"major_faults", "major faults", 0},
+                 {"syscalls", "syscalls", 0}});
+  for (lifecycle::Phase p : lifecycle::kAllPhases) {
+    const lifecycle::PhaseStats& ps = s.phases[static_cast<int>(p)];
+    std::vector<Cell> row;
+    row.emplace_back(std::in_place_type<std::string>, lifecycle::PhaseName(p));
+    row.push_back(static_cast<int64_t>(ps.wall_us.count));
+    if (ps.wall_us.count == 0) {
+      for (int i = 0; i < 6; ++i) row.push_back(std::monostate{});
+    } else {
+      row.push_back(ps.wall_us.median);
+      row.push_back(ps.wall_us.p99);
+      row.push_back(ps.cpu_us);
+      row.push_back(ps.minor_faults);
+      row.push_back(ps.major_faults);
+      row.push_back(ps.syscalls < 0 ? Cell(std::monostate{}) : Cell(ps.syscalls));
+    }
+    report.AddRow(std::move(row));
+  }
+  return report;
+}
+
+void PrintIncidents(const lifecycle::CycleResult& result, std::ostream& out) {
+  int printed = 0;
+  constexpr int kMaxLines = 8;
+  for (const lifecycle::BackendRecord& r : result.records) {
+    if (printed >= kMaxLines) break;
+    if (r.outcome == lifecycle::BackendOutcome::kCrashed) {
+      std::string last_phase = "before init_buffers";
+      for (lifecycle::Phase p : lifecycle::kAllPhases) {
+        if (p != lifecycle::Phase::kReap && p != lifecycle::Phase::kFork && r.Done(p)) {
+          last_phase = absl::StrCat("after ", std::string(lifecycle::PhaseName(p)));
+        }
+      }
+      out << "backend " << r.pid << " (connection " << r.sequence << ") crashed: "
+          << (r.signal ? absl::StrCat("killed by signal ", r.signal, " (", strsignal(r.signal), ")")
+                       : absl::StrCat("exit code ", r.exit_status))
+          << ", " << last_phase << "\n";
+      ++printed;
+    }
+    for (int i = 0; i < r.leaks_found && i < lifecycle::kMaxReportedLeaks && printed < kMaxLines; ++i, ++printed) {
+      out << "backend " << r.pid << ": "
+          << buffers::FormatLeakWarning({static_cast<buffers::BufferId>(r.leak_buffers[i]), r.leak_counts[i]}) << "\n";
+    }
+  }
+}
+
+}  // namespace backendlab::tools

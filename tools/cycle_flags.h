@@ -1,0 +1,40 @@
+// Flags and reports shared by `cycle` and `compare`.
+#ifndef BACKENDLAB_TOOLS_CYCLE_FLAGS_H_
+#define BACKENDLAB_TOOLS_CYCLE_FLAGS_H_
+
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "lifecycle/cycle.h"
+#include "lifecycle/cycle_summary.h"
+#include "nlohmann/json.hpp"
+#include "tools/flags.h"
+#include "tools/report.h"
+
+namespace backendlab::tools {
+
+// "10s", "500ms", "2m" -> milliseconds; InvalidArgument otherwise.
+absl::StatusOr<int64_t> ParseDurationMs(std::string_view text);
+
+// The options of one cycle from the flags `cycle` takes. `compare` passes
+// with_configuration = false: its layout, exit-check, shared-buffers and
+// catcache flags are lists, set per configuration by the caller.
+absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags, bool with_configuration = true);
+
+// "fork mode, layout hash, exit-check assert, shared_buffers 8GB, catcache palloc0/pg17, 1 client, ..."
+// Without the configuration (for `compare`): "fork mode, catcache profile pg17, 1 client, ...".
+std::string ConfigLine(const lifecycle::CycleOptions& options, bool with_configuration = true);
+nlohmann::json ConfigJson(const lifecycle::CycleOptions& options);
+nlohmann::json SummaryJson(const lifecycle::CycleSummary& s, const lifecycle::CycleResult& result);
+
+// One row per phase: median and p99 us, CPU, faults, syscalls.
+Report PhaseReport(const lifecycle::CycleSummary& s);
+
+// Crashed backends and leak warnings, one line each (the first few).
+void PrintIncidents(const lifecycle::CycleResult& result, std::ostream& out);
+
+}  // namespace backendlab::tools
+
+#endif  // BACKENDLAB_TOOLS_CYCLE_FLAGS_H_
