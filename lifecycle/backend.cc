@@ -28,23 +28,21 @@ class PhaseRecorder {
   PhaseRecorder(BackendRecord& record, const profiling::SyscallCounter* syscalls)
       : record_(record), syscalls_(syscalls) {}
 
+  // The counter is read innermost, so that the phase's syscall count holds
+  // none of the measurement's own calls but the closing read (subtracted).
   void Begin() {
-    syscalls_at_begin_ = syscalls_ ? syscalls_->Read() : -1;
     begin_ = profiling::SampleSelf();
+    syscalls_at_begin_ = syscalls_ ? syscalls_->Read() : -1;
   }
   void End(Phase phase) {
+    const int64_t syscalls_now = syscalls_at_begin_ >= 0 ? syscalls_->Read() : -1;
     const profiling::ResourceSample used = profiling::SampleSelf() - begin_;
     PhaseCounters& c = record_.phase[static_cast<int>(phase)];
     c.wall_ns = used.wall_ns;
     c.cpu_ns = used.cpu_ns;
     c.minor_faults = used.minor_faults;
     c.major_faults = used.major_faults;
-    if (syscalls_at_begin_ >= 0) {
-      const int64_t now = syscalls_->Read();
-      // The delta includes this read() itself; the reading at Begin was
-      // counted before the phase started.
-      c.syscalls = now >= 0 ? now - syscalls_at_begin_ - 1 : -1;
-    }
+    if (syscalls_now >= 0) c.syscalls = syscalls_now - syscalls_at_begin_ - 1;
     __atomic_or_fetch(&record_.phases_done, 1u << static_cast<int>(phase), __ATOMIC_RELEASE);
   }
 

@@ -26,7 +26,7 @@ struct BackendConfig {
   std::string profile = "pg17";
   int64_t work_pins = 20;      // pin+unpin pairs in the work phase
   int64_t work_lookups = 100;  // catcache searches in the work phase
-  bool count_syscalls = true;   // per phase, where the kernel allows
+  bool count_syscalls = false;  // per phase, where the kernel allows; costs each backend a perf_event_open
   // Fault injection for tests and demonstrations:
   int32_t leak_pins = 0;        // buffers each backend leaves pinned at exit
   int64_t kill_backend = -1;    // the backend with this sequence number SIGKILLs itself in `work`

@@ -34,7 +34,7 @@ constexpr FlagSpec kFlags[] = {
     {"warmup", "20", "connections run first and left out"},
     {"work-pins", "20", "pin+unpin pairs per backend"},
     {"work-lookups", "100", "catcache lookups per backend"},
-    {"syscalls", "on", "count syscalls per phase where the kernel allows: on or off"},
+    {"syscalls", "off", "count syscalls per phase (perf tracepoint; slows every backend's start): on or off"},
     {"leak-pins", "0", "plant a bug: pins each backend never releases"},
     {"kill-backend", "-1", "fault injection (fork mode): the backend of this connection number SIGKILLs itself"},
     {"json", "", "also write the results as JSON to this file"},

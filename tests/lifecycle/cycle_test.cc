@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "lifecycle/backend_record.h"
 #include "lifecycle/cycle_summary.h"
+#include "profiling/syscall_counter.h"
 #include "tests/lifecycle/child_processes.h"
 #include "tests/test_util/temp_dir.h"
 
@@ -272,6 +273,40 @@ TEST_F(CycleTest, NoChildAndNoSocketDirectoryAfterARun) {
   ASSERT_FALSE(result->socket_dir.empty());
   EXPECT_EQ(result->socket_dir.rfind(dir_ + "/", 0), 0u) << result->socket_dir << " is not under TMPDIR " << dir_;
   EXPECT_FALSE(std::filesystem::exists(result->socket_dir));
+  ExpectNothingLeft();
+}
+
+// Syscall counts appear exactly when the kernel allows them (tracefs mounted,
+// perf_event_open permitted); otherwise the result says why and every count
+// is -1. The backend's own phases are counted; fork and reap never are.
+TEST_F(CycleTest, SyscallCountsArePresentExactlyWhenTheKernelAllowsThem) {
+  CycleOptions o = SmallOptions(Mode::kFork, Layout::kArray, 5);
+  o.backend.count_syscalls = true;
+  // 1GB: a 512 kB table, above glibc's default mmap threshold, so its calloc
+  // is an mmap whatever the heap holds.
+  o.backend.shared_buffers = *buffers::ParseSharedBuffers("1GB");
+  absl::StatusOr<CycleResult> result = RunCycle(o);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const absl::Status available = profiling::SyscallCounter::Availability();
+  EXPECT_EQ(result->syscalls.ok(), available.ok()) << result->syscalls;
+  if (!available.ok()) {
+    EXPECT_NE(result->syscalls.message().find("syscall counts unavailable"), std::string_view::npos);
+  }
+  ASSERT_EQ(result->records.size(), 5u);
+  for (const BackendRecord& r : result->records) {
+    for (Phase p : kAllPhases) {
+      const int64_t n = r.phase[static_cast<int>(p)].syscalls;
+      if (available.ok() && p != Phase::kFork && p != Phase::kReap) {
+        EXPECT_GE(n, 0) << PhaseName(p);
+      } else {
+        EXPECT_EQ(n, -1) << PhaseName(p);
+      }
+    }
+    if (available.ok()) {
+      // The table's calloc is an mmap.
+      EXPECT_GE(r.phase[static_cast<int>(Phase::kInitBuffers)].syscalls, 1);
+    }
+  }
   ExpectNothingLeft();
 }
 
