@@ -6,7 +6,6 @@
 #include <random>
 #include <vector>
 
-#include "base/fresh_allocations.h"
 #include "benchmark/benchmark.h"
 #include "buffers/exit_check.h"
 #include "buffers/layout_dispatch.h"
@@ -158,12 +157,3 @@ BENCHMARK(BM_StreamingRead)
 
 }  // namespace
 }  // namespace backendlab::buffers
-
-int main(int argc, char** argv) {
-  backendlab::UseFreshMappingsForLargeAllocations();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "base/compiler.h"
-#include "base/fresh_allocations.h"
 #include "benchmark/benchmark.h"
 #include "catcache/bucket_allocator.h"
 #include "catcache/catcache.h"
@@ -140,16 +139,3 @@ BENCHMARK(BM_ZeroFresh)->Arg(21824 * 8)->Arg(2444 * 8)->UseManualTime();
 
 }  // namespace
 }  // namespace backendlab::catcache
-
-int main(int argc, char** argv) {
-  // As in the backendlab CLI: a block of the memory context (8 kB and up) that
-  // free heap memory cannot serve is a fresh mapping, as in a newly forked
-  // backend, and is unmapped at free, so that iterations do not recycle
-  // ever more memory already faulted in (catcache/README.md).
-  backendlab::UseFreshMappingsForLargeAllocations();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}

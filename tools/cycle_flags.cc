@@ -38,39 +38,43 @@ absl::StatusOr<int64_t> ParseDurationMs(std::string_view text) {
   return ms;
 }
 
+namespace {
+
+// Parses flag `name`, when given, into *target; the parser's error otherwise.
+template <typename T, typename Parse>
+absl::Status ParseFlagInto(const Flags& flags, const char* name, Parse parse, T* target) {
+  if (!flags.Has(name)) return absl::OkStatus();
+  absl::StatusOr<T> value = parse(flags.Get(name));
+  if (!value.ok()) return value.status();
+  *target = *std::move(value);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ParseProfileName(std::string_view name) {
+  if (absl::StatusOr<catcache::SyscacheProfile> p = catcache::BuiltinProfile(name); !p.ok()) return p.status();
+  return std::string(name);
+}
+
+}  // namespace
+
 absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags, bool with_configuration) {
   lifecycle::CycleOptions o;
   lifecycle::BackendConfig& b = o.backend;
-  if (flags.Has("mode")) {
-    absl::StatusOr<lifecycle::Mode> mode = lifecycle::ParseMode(flags.Get("mode"));
-    if (!mode.ok()) return mode.status();
-    o.mode = *mode;
+  for (absl::Status s : {
+           ParseFlagInto(flags, "mode", lifecycle::ParseMode, &o.mode),
+           ParseFlagInto(flags, "profile", ParseProfileName, &b.profile),
+       }) {
+    if (!s.ok()) return s;
   }
-  if (with_configuration && flags.Has("layout")) {
-    absl::StatusOr<buffers::Layout> layout = buffers::ParseLayout(flags.Get("layout"));
-    if (!layout.ok()) return layout.status();
-    b.layout = *layout;
-  }
-  if (with_configuration && flags.Has("exit-check")) {
-    absl::StatusOr<buffers::ExitCheckPolicy> policy = buffers::ParseExitCheckPolicy(flags.Get("exit-check"));
-    if (!policy.ok()) return policy.status();
-    b.exit_check = *policy;
-  }
-  if (with_configuration && flags.Has("shared-buffers")) {
-    absl::StatusOr<buffers::SharedBuffers> size = buffers::ParseSharedBuffers(flags.Get("shared-buffers"));
-    if (!size.ok()) return size.status();
-    b.shared_buffers = *size;
-  }
-  if (with_configuration && flags.Has("catcache")) {
-    absl::StatusOr<catcache::BucketStrategy> strategy = catcache::ParseBucketStrategy(flags.Get("catcache"));
-    if (!strategy.ok()) return strategy.status();
-    b.catcache = *strategy;
-  }
-  if (flags.Has("profile")) {
-    if (absl::StatusOr<catcache::SyscacheProfile> p = catcache::BuiltinProfile(flags.Get("profile")); !p.ok()) {
-      return p.status();
+  if (with_configuration) {
+    for (absl::Status s : {
+             ParseFlagInto(flags, "layout", buffers::ParseLayout, &b.layout),
+             ParseFlagInto(flags, "exit-check", buffers::ParseExitCheckPolicy, &b.exit_check),
+             ParseFlagInto(flags, "shared-buffers", buffers::ParseSharedBuffers, &b.shared_buffers),
+             ParseFlagInto(flags, "catcache", catcache::ParseBucketStrategy, &b.catcache),
+         }) {
+      if (!s.ok()) return s;
     }
-    b.profile = flags.Get("profile");
   }
   struct IntFlag {
     const char* name;
