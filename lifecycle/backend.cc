@@ -2,6 +2,7 @@
 #include "lifecycle/backend.h"
 
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -124,10 +125,16 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
 
   record.ready_ns = profiling::NowNs();
   if (client_fd >= 0) {
-    if (write(client_fd, &kReadyByte, 1) != 1) {
-      return absl::UnavailableError(absl::StrCat("backend write: ", std::strerror(errno)));
+    // A client that has gone away (EPIPE, ECONNRESET) ends the session the way
+    // its "terminate" would, as a PostgreSQL backend exits on client EOF; any
+    // other send error is the backend's failure.
+    if (send(client_fd, &kReadyByte, 1, MSG_NOSIGNAL) != 1) {
+      if (errno != EPIPE && errno != ECONNRESET) {
+        return absl::UnavailableError(absl::StrCat("backend write: ", std::strerror(errno)));
+      }
+    } else if (absl::Status s = WaitForTerminate(client_fd); !s.ok()) {
+      return s;
     }
-    if (absl::Status s = WaitForTerminate(client_fd); !s.ok()) return s;
   }
   record.terminate_ns = profiling::NowNs();
 

@@ -66,6 +66,16 @@ bool WriteAll(int fd, const void* data, size_t n) {
   return true;
 }
 
+// A one-byte message on a socket whose peer may be gone: an error, never SIGPIPE.
+bool SendByte(int fd, char byte) {
+  for (;;) {
+    const ssize_t n = send(fd, &byte, 1, MSG_NOSIGNAL);
+    if (n == 1) return true;
+    if (n < 0 && errno == EINTR) continue;
+    return false;
+  }
+}
+
 int64_t TimevalNs(const timeval& tv) { return int64_t{tv.tv_sec} * 1'000'000'000 + int64_t{tv.tv_usec} * 1000; }
 
 // One bare fork + _exit + waitpid: the floor every backend starts from.
@@ -96,8 +106,16 @@ struct Postmaster {
   std::vector<profiling::ResourceSample> fork_parent_cost;  // per slot
   std::map<pid_t, size_t> live;                             // pid -> slot
   int64_t next_sequence = 0;
+  pid_t postmaster_pid = 0;
 
-  void Send(const Message& m) { (void)WriteAll(results_fd, &m, sizeof m); }
+  // A tool that is gone reads nothing more: stop sending, keep reaping and
+  // cleaning up (SIGPIPE is ignored in Main).
+  void Send(const Message& m) {
+    if (results_fd >= 0 && !WriteAll(results_fd, &m, sizeof m)) {
+      close(results_fd);
+      results_fd = -1;
+    }
+  }
 
   void SendBaseline() {
     for (int i = 0; i < baseline_forks; ++i) {
@@ -115,6 +133,7 @@ struct Postmaster {
     close(results_fd);
     close(sigfd);
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the postmaster
+    if (getppid() != postmaster_pid) _exit(1);  // it died before prctl took effect
     UseDefaultMallocThresholds();
     sigset_t all;
     sigemptyset(&all);
@@ -140,6 +159,7 @@ struct Postmaster {
     record.sequence = next_sequence++;
     record.accept_ns = accepted;
     const profiling::ResourceSample before = profiling::SampleSelf();
+    postmaster_pid = getpid();
     const pid_t pid = fork();
     if (pid == 0) BackendChild(slot, fd, sigfd);
     fork_parent_cost[slot] = profiling::SampleSelf() - before;
@@ -156,7 +176,12 @@ struct Postmaster {
     int status;
     rusage usage;
     pid_t pid;
-    while ((pid = wait4(-1, &status, WNOHANG, &usage)) > 0) {
+    while ((pid = wait4(-1, &status, WNOHANG, &usage)) != 0) {
+      if (pid < 0) {
+        if (errno == EINTR) continue;
+        live.clear();  // ECHILD: nothing left to wait for (children reaped elsewhere)
+        break;
+      }
       auto it = live.find(pid);
       if (it == live.end()) continue;
       const size_t slot = it->second;
@@ -201,6 +226,9 @@ struct Postmaster {
     // The tool handles ^C and tells us to stop by closing the control pipe,
     // which also happens if the tool dies: either way we drain and clean up.
     signal(SIGINT, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    // Children must be reapable whatever disposition the tool inherited.
+    signal(SIGCHLD, SIG_DFL);
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
@@ -222,7 +250,11 @@ struct Postmaster {
       const int nfds = can_accept ? 3 : 2;
       if (stopping) fds[1].fd = -1;
       const int n = poll(fds, static_cast<nfds_t>(nfds), stopping ? 100 : -1);
-      if (n < 0 && errno != EINTR) break;
+      if (n < 0 && errno != EINTR) {
+        std::fprintf(stderr, "backendlab postmaster: poll: %s\n", std::strerror(errno));
+        KillAndReapAll();
+        _exit(1);
+      }
       if (fds[0].revents & POLLIN) {
         signalfd_siginfo info;
         while (read(sigfd, &info, sizeof info) == sizeof info) {
@@ -246,10 +278,23 @@ struct Postmaster {
       Reap();
     }
     SendBaseline();
-    close(results_fd);
+    if (results_fd >= 0) close(results_fd);
     unlink(socket_path.c_str());
     rmdir(dir.c_str());
     _exit(0);
+  }
+
+  void KillAndReapAll() {
+    for (const auto& [pid, slot] : live) kill(pid, SIGKILL);
+    while (!live.empty()) {
+      int status;
+      const pid_t pid = waitpid(-1, &status, 0);
+      if (pid < 0 && errno == EINTR) continue;
+      if (pid < 0) break;
+      live.erase(pid);
+    }
+    unlink(socket_path.c_str());
+    rmdir(dir.c_str());
   }
 };
 
@@ -303,7 +348,14 @@ class ClientLoop {
       for (size_t i = 0; i < clients.size(); ++i) {
         if (clients[i].fd >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR))) Complete(clients[i]);
       }
-      if (fds.back().revents & POLLIN) DrainOne();
+      if ((fds.back().revents & POLLIN) && !DrainOne()) {
+        result_.postmaster_gone = true;  // EOF before we asked it to stop
+        break;
+      }
+      if (fds.back().revents & (POLLHUP | POLLERR) && !(fds.back().revents & POLLIN)) {
+        result_.postmaster_gone = true;
+        break;
+      }
       if (options_.progress && now - last_progress > 200'000'000) {
         last_progress = now;
         options_.progress(absl::StrCat("cycle: ", completed_, " connections", measuring_ ? "" : " (warm-up)"));
@@ -330,6 +382,8 @@ class ClientLoop {
       result_.baseline_fork_ns.push_back(m.value);
     } else if (m.record.sequence >= options_.warmup) {
       result_.records.push_back(m.record);
+    } else if (m.record.outcome != BackendOutcome::kExited) {
+      result_.warmup_records_failed.push_back(m.record);  // never dropped silently
     }
     return true;
   }
@@ -357,7 +411,7 @@ class ClientLoop {
     if (n < 0 && errno == EINTR) return;
     const int64_t now = profiling::NowNs();
     const bool ok = n == 1 && byte == kReadyByte;
-    if (ok) (void)WriteAll(c.fd, &kTerminateByte, 1);
+    if (ok) (void)SendByte(c.fd, kTerminateByte);
     close(c.fd);
     c.fd = -1;
     ++completed_;
@@ -407,7 +461,12 @@ absl::StatusOr<CycleResult> RunInproc(const CycleOptions& options, const Backend
   CycleResult result;
   result.syscalls = options.backend.count_syscalls ? profiling::SyscallCounter::Availability()
                                                    : absl::UnavailableError("syscall counts off (--syscalls=off)");
-  for (int i = 0; i < options.baseline_forks; ++i) result.baseline_fork_ns.push_back(BareFork());
+  auto baseline = [&] {
+    for (int i = 0; i < options.baseline_forks; ++i) {
+      if (const int64_t ns = BareFork(); ns >= 0) result.baseline_fork_ns.push_back(ns);
+    }
+  };
+  baseline();
   int64_t start = 0;
   const int64_t total = options.warmup + options.connections;
   for (int64_t seq = 0; options.connections == 0 || seq < total; ++seq) {
@@ -431,7 +490,7 @@ absl::StatusOr<CycleResult> RunInproc(const CycleOptions& options, const Backend
     if (options.progress && seq % 100 == 0) options.progress(absl::StrCat("cycle: ", seq, " backends (inproc)"));
   }
   result.wall_ns = profiling::NowNs() - start;
-  for (int i = 0; i < options.baseline_forks; ++i) result.baseline_fork_ns.push_back(BareFork());
+  baseline();
   return result;
 }
 
@@ -448,13 +507,13 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
     unlink(socket_path.c_str());
     rmdir(dir.c_str());
   };
-  const int listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (socket_path.size() >= sizeof addr.sun_path) {
     remove_files();
     return absl::UnavailableError(absl::StrCat("socket path too long: ", socket_path));
   }
+  const int listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socket_path.c_str());
   if (listen_fd < 0 || bind(listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
       listen(listen_fd, 1024) != 0) {
@@ -511,12 +570,16 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
   while (clients.DrainOne()) {
   }
   close(results[0]);
-  int status;
-  while (waitpid(postmaster, &status, 0) < 0 && errno == EINTR) {
+  int status = 0;
+  pid_t waited;
+  while ((waited = waitpid(postmaster, &status, 0)) < 0 && errno == EINTR) {
   }
   remove_files();  // in case the postmaster died before it could
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return absl::InternalError(absl::StrCat("the postmaster died (status ", status, ")"));
+  if (waited < 0) return Errno("waitpid(postmaster)");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || result.postmaster_gone) {
+    return absl::InternalError(absl::StrCat(
+        "the postmaster died (", WIFSIGNALED(status) ? absl::StrCat("signal ", WTERMSIG(status)) : absl::StrCat("status ", WEXITSTATUS(status)),
+        ")"));
   }
   return result;
 }

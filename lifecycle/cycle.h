@@ -43,6 +43,8 @@ struct CycleResult {
   std::vector<int64_t> baseline_fork_ns;   // bare fork+exit+wait, same process as the forks
   absl::Status syscalls = absl::OkStatus();  // why syscall counts are missing, if they are
   bool interrupted = false;                // SIGINT arrived: the run stopped early, cleanly
+  bool postmaster_gone = false;            // it stopped talking before being told to stop
+  std::vector<BackendRecord> warmup_records_failed;  // warm-up backends that crashed: not figures, still failures
   std::string socket_dir;                  // where the socket was (gone when this returns)
 };
 

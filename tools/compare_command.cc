@@ -4,6 +4,7 @@
 // a baseline, and an SVG chart of cost per connection against shared_buffers.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -36,7 +37,7 @@ constexpr FlagSpec kFlags[] = {
     {"work-pins", "20", "pin+unpin pairs per backend"},
     {"work-lookups", "100", "catcache lookups per backend"},
     {"syscalls", "off", "count syscalls per phase: on or off"},
-    {"baseline", "array/always", "the configuration ratios are taken against: layout/exit-check[/catcache]"},
+    {"baseline", "", "ratios are taken against this layout/exit-check[/catcache] (default: array/always if run, else the first)"},
     {"json", "", "also write the rows as JSON to this file"},
     {"csv", "", "also write the rows as CSV to this file"},
     {"svg", "", "also draw cost per connection vs shared_buffers to this SVG file"},
@@ -49,6 +50,7 @@ struct Config {
   std::vector<lifecycle::BackendRecord> records;
   lifecycle::CycleResult merged;           // records of all rounds, for the summary
   double baseline_forks_per_second = 0;
+  std::string failure;  // the first run that did not end cleanly, if any
 };
 
 std::string SvgEscape(const std::string& s) {
@@ -70,9 +72,9 @@ absl::Status WriteSvg(const std::string& path, const std::vector<Config>& config
   for (const Config& c : configs) {
     size_t x = 0;
     while (sizes[x].bytes != c.options.backend.shared_buffers.bytes) ++x;
-    const double rate = lifecycle::Summarize(c.merged).connections_per_second;
+    const double rate = profiling::Summarize(c.rates).median;
     if (rate <= 0) continue;
-    const double us = 1e6 / profiling::Summarize(c.rates).median;
+    const double us = 1e6 / rate;
     lines[c.label].push_back({x, us});
     ymax = std::max(ymax, us);
   }
@@ -182,7 +184,17 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
       }
     }
   }
-  const std::string baseline_label = flags->Get("baseline");
+  auto is_baseline = [](const Config& c, const std::string& label) {
+    return c.label == label || c.label.rfind(label + "/", 0) == 0;
+  };
+  std::string baseline_label = flags->Has("baseline") ? flags->Get("baseline") : "array/always";
+  if (std::none_of(configs.begin(), configs.end(), [&](const Config& c) { return is_baseline(c, baseline_label); })) {
+    if (flags->Has("baseline")) {
+      return absl::InvalidArgumentError(absl::StrCat("--baseline=", baseline_label,
+                                                     " is none of the configurations (layout/exit-check[/catcache])"));
+    }
+    baseline_label = configs.front().label;  // the 9.0 configuration is not in this matrix
+  }
 
   const bool progress = isatty(STDERR_FILENO);
   const size_t runs = configs.size() * static_cast<size_t>(*rounds);
@@ -200,11 +212,15 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
         if (progress) std::fprintf(stderr, "\r\033[K");
         return r.status();
       }
-      if (r->interrupted) {
-        if (progress) std::fprintf(stderr, "\r\033[K");
-        return absl::CancelledError("interrupted: stopped early, every backend reaped");
-      }
       const lifecycle::CycleSummary s = lifecycle::Summarize(*r);
+      if (absl::Status outcome = RunOutcome(*r, s); !outcome.ok()) {
+        if (absl::IsCancelled(outcome)) {
+          if (progress) std::fprintf(stderr, "\r\033[K");
+          return outcome;
+        }
+        // Crashed backends or failed connections: finish the matrix, then fail.
+        if (c.failure.empty()) c.failure = std::string(outcome.message());
+      }
       c.rates.push_back(s.connections_per_second);
       c.merged.records.insert(c.merged.records.end(), r->records.begin(), r->records.end());
       c.merged.connect_latency_ns.insert(c.merged.connect_latency_ns.end(), r->connect_latency_ns.begin(), r->connect_latency_ns.end());
@@ -239,7 +255,7 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   auto baseline_for = [&](const Config& c) -> const Config* {
     for (const Config& b : configs) {
       if (b.options.backend.shared_buffers.bytes == c.options.backend.shared_buffers.bytes &&
-          (b.label == baseline_label || b.label.rfind(baseline_label + "/", 0) == 0)) {
+          is_baseline(b, baseline_label)) {
         return &b;
       }
     }
@@ -314,7 +330,10 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
     out << "chart: " << flags->Get("svg") << "\n";
   }
   for (const Config& c : configs) {
-    if (figures(c).crashed > 0) return absl::AbortedError(absl::StrCat("backends crashed in ", c.label));
+    if (!c.failure.empty()) {
+      return absl::AbortedError(absl::StrCat(c.label, " at ", buffers::FormatSize(c.options.backend.shared_buffers.bytes),
+                                             ": ", c.failure));
+    }
   }
   return absl::OkStatus();
 }

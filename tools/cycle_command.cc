@@ -86,7 +86,7 @@ absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& ou
   out << absl::StrFormat("backends: %d exited, %d crashed; buffer leaks reported by the exit check: %d\n", s.exited,
                          s.crashed, s.leaks);
   PrintIncidents(*result, out);
-  if (!result->syscalls.ok()) out << result->syscalls.message() << "\n";
+  if (b.count_syscalls && !result->syscalls.ok()) out << result->syscalls.message() << "\n";
   if (b.exit_check == buffers::ExitCheckPolicy::kAssert && !kAssertChecking) {
     out << "exit-check assert: this build has no assert checking, so the check is compiled out.\n";
   }
@@ -96,9 +96,7 @@ absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& ou
   header["summary"] = SummaryJson(s, *result);
   report.SetHeader(header);
   if (absl::Status st = report.WriteFiles(flags->Get("json"), flags->Get("csv")); !st.ok()) return st;
-  if (result->interrupted) return absl::CancelledError("interrupted: stopped early, every backend reaped");
-  if (s.crashed > 0) return absl::AbortedError(absl::StrCat(s.crashed, " backend(s) crashed (see above)"));
-  return absl::OkStatus();
+  return RunOutcome(*result, s);
 }
 
 }  // namespace backendlab::tools

@@ -22,6 +22,10 @@ absl::StatusOr<int64_t> ParseDurationMs(std::string_view text) {
     return absl::InvalidArgumentError(absl::StrCat("invalid duration '", t, "' (e.g. 10s, 500ms, 2m)"));
   }
   const std::string unit = t.substr(digits);
+  constexpr int64_t kDayMs = 24 * 3600 * 1000;
+  if (n > kDayMs) {  // checked before any multiplication can overflow
+    return absl::InvalidArgumentError(absl::StrCat("invalid duration '", t, "': must be > 0 and at most a day"));
+  }
   int64_t ms;
   if (unit == "ms") {
     ms = n;
@@ -32,7 +36,7 @@ absl::StatusOr<int64_t> ParseDurationMs(std::string_view text) {
   } else {
     return absl::InvalidArgumentError(absl::StrCat("invalid duration '", t, "': unit must be ms, s or m"));
   }
-  if (ms <= 0 || ms > 24 * 3600 * 1000) {
+  if (ms <= 0 || ms > kDayMs) {
     return absl::InvalidArgumentError(absl::StrCat("invalid duration '", t, "': must be > 0 and at most a day"));
   }
   return ms;
@@ -197,10 +201,23 @@ Report PhaseReport(const lifecycle::CycleSummary& s) {
   return report;
 }
 
+absl::Status RunOutcome(const lifecycle::CycleResult& result, const lifecycle::CycleSummary& s) {
+  if (result.interrupted) return absl::CancelledError("interrupted: stopped early, every backend reaped");
+  const int64_t crashed = s.crashed + static_cast<int64_t>(result.warmup_records_failed.size());
+  if (crashed > 0) return absl::AbortedError(absl::StrCat(crashed, " backend(s) crashed (see above)"));
+  if (result.failed_connections > 0) {
+    return absl::AbortedError(absl::StrCat(result.failed_connections, " connection(s) closed before \"ready\""));
+  }
+  if (result.connections == 0) return absl::AbortedError("no connection completed");
+  return absl::OkStatus();
+}
+
 void PrintIncidents(const lifecycle::CycleResult& result, std::ostream& out) {
   int printed = 0;
   constexpr int kMaxLines = 8;
-  for (const lifecycle::BackendRecord& r : result.records) {
+  std::vector<lifecycle::BackendRecord> all = result.warmup_records_failed;
+  all.insert(all.end(), result.records.begin(), result.records.end());
+  for (const lifecycle::BackendRecord& r : all) {
     if (printed >= kMaxLines) break;
     if (r.outcome == lifecycle::BackendOutcome::kCrashed) {
       std::string last_phase = "before init_buffers";

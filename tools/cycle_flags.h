@@ -32,8 +32,14 @@ nlohmann::json SummaryJson(const lifecycle::CycleSummary& s, const lifecycle::Cy
 // One row per phase: median and p99 us, CPU, faults, syscalls.
 Report PhaseReport(const lifecycle::CycleSummary& s);
 
-// Crashed backends and leak warnings, one line each (the first few).
+// Crashed backends (warm-up ones included) and leak warnings, one line each
+// (the first few).
 void PrintIncidents(const lifecycle::CycleResult& result, std::ostream& out);
+
+// Exit status of a finished run: OK, or an error naming what went wrong —
+// interrupted (Cancelled: exit 130), backends crashed (warm-up included) or
+// connections that never got "ready" (Aborted: exit 1).
+absl::Status RunOutcome(const lifecycle::CycleResult& result, const lifecycle::CycleSummary& summary);
 
 }  // namespace backendlab::tools
 

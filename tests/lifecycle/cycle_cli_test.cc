@@ -152,6 +152,7 @@ std::vector<BadInput> BadInputs() {
            {"--layout=foo"},
            {"--duration=0s"},
            {"--duration=abc"},
+           {"--duration=99999999999999999s"},  // would overflow when scaled to ms
            {"--duration=10"},
            {"--duration=1s", "--connections=5"},
            {"--leak-pins=-1"},
@@ -168,6 +169,7 @@ std::vector<BadInput> BadInputs() {
            {"--shared-buffers=128MB,,1GB"},
            {"--exit-check=always,sometimes"},
            {"--connections=2", "--rounds=3"},
+           {"--baseline=hash/alwayz"},
        }) {
     all.push_back({"compare", args});
   }
@@ -252,6 +254,18 @@ TEST_F(CycleCliTest, KilledBackendIsPrintedAndExitsOne) {
   EXPECT_NE(r.out.find("backends: 9 exited, 1 crashed"), std::string::npos) << r.out;
   EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab cycle: "));
   EXPECT_NE(r.err.find("crashed"), std::string::npos) << r.err;
+  ExpectTmpdirEmpty();
+}
+
+// A backend that dies during warm-up is left out of the figures, not of the
+// outcome: it is named and the run exits 1.
+TEST_F(CycleCliTest, KilledWarmupBackendIsPrintedAndExitsOne) {
+  const RunResult r = Run(Cycle({"--kill-backend=1"}));  // warm-up is connections 0 and 1
+  EXPECT_EQ(r.exit_code, 1) << "stderr: " << r.err;
+  EXPECT_EQ(CountLinesContaining(r.out, "(connection 1) crashed:"), 1) << r.out;
+  EXPECT_NE(r.out.find("(10 measured, 0 failed)"), std::string::npos) << r.out;
+  EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab cycle: "));
+  EXPECT_NE(r.err.find("1 backend(s) crashed"), std::string::npos) << r.err;
   ExpectTmpdirEmpty();
 }
 
