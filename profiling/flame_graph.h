@@ -1,0 +1,36 @@
+// Flame graphs of folded stacks as self-contained SVG.
+#ifndef BACKENDLAB_PROFILING_FLAME_GRAPH_H_
+#define BACKENDLAB_PROFILING_FLAME_GRAPH_H_
+
+#include <string>
+
+#include "profiling/folded_stacks.h"
+
+namespace backendlab::profiling {
+
+struct FlameGraphOptions {
+  std::string title = "Flame Graph";
+  int width = 1200;          // pixels
+  int frame_height = 16;     // pixels per stack level
+  double min_width_px = 0.1; // narrower nodes (and so their children) are omitted
+};
+
+// An SVG with no external resources (no scripts, fonts or links). Layout:
+//   - one background <rect> covering the whole image, first;
+//   - one <rect> for the root "all" (every sample);
+//   - one <rect> per frame node, a node being a distinct path from the root,
+//     i.e. a distinct prefix of some stack; its width is proportional to the
+//     samples whose stack begins with that path. Children are placed left to
+//     right sorted by name; the root is at the bottom.
+// Nodes narrower than `min_width_px` are omitted together with their
+// descendants, so the rect count is 2 + nodes only when none is that narrow.
+// Each node is a <g> holding a <title> "function (N samples, P%)" for hover,
+// its <rect> and, when at least three characters fit, a <text> label
+// truncated with ".." to the rect. Colors are a hash of the function name, so
+// the same function has the same color in every graph. All text is XML-escaped.
+std::string RenderFlameGraphSvg(const FoldedStacks& stacks,
+                                const FlameGraphOptions& options = {});
+
+}  // namespace backendlab::profiling
+
+#endif  // BACKENDLAB_PROFILING_FLAME_GRAPH_H_

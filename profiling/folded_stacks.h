@@ -1,0 +1,67 @@
+// Stack samples aggregated in the "folded" format that flame-graph tools share:
+// one line per distinct stack, "root;caller;leaf COUNT".
+#ifndef BACKENDLAB_PROFILING_FOLDED_STACKS_H_
+#define BACKENDLAB_PROFILING_FOLDED_STACKS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace backendlab::profiling {
+
+// One function's share of the samples.
+struct FunctionSamples {
+  std::string name;
+  int64_t self = 0;   // samples where the function is the leaf frame
+  int64_t total = 0;  // samples where it is anywhere on the stack, once per stack
+  double self_percent = 0;
+  double total_percent = 0;
+
+  friend bool operator==(const FunctionSamples&, const FunctionSamples&) = default;
+};
+
+class FoldedStacks {
+ public:
+  // Adds `count` samples of the stack `frames_root_first`. ';' and line breaks
+  // inside a frame become '_', and an empty frame becomes "[unknown]", because
+  // the folded format cannot carry them. An empty stack or count < 1 is a
+  // caller bug and aborts.
+  void Add(std::span<const std::string> frames_root_first, int64_t count);
+
+  // Reads the folded format: "frame;frame;frame COUNT" per line, root first,
+  // integer COUNT >= 1, blank lines skipped. Repeated stacks are summed. A
+  // malformed line is InvalidArgument naming its (1-based) line number.
+  static absl::StatusOr<FoldedStacks> Parse(std::string_view text);
+
+  // The folded format, lines sorted lexicographically so the output is
+  // deterministic; Parse(ToText()) == *this.
+  std::string ToText() const;
+
+  int64_t total_samples() const { return total_samples_; }
+  // Distinct stacks, keyed by their frames joined with ';'.
+  const std::map<std::string, int64_t>& stacks() const { return stacks_; }
+
+  // The `n` functions with the most self samples (ties: more total samples,
+  // then name), each with self and total counts and their percentage of all
+  // samples. A recursive function counts once per stack in `total`.
+  std::vector<FunctionSamples> TopN(size_t n) const;
+
+  friend bool operator==(const FoldedStacks&, const FoldedStacks&) = default;
+
+ private:
+  std::map<std::string, int64_t> stacks_;
+  int64_t total_samples_ = 0;
+};
+
+// The frames of a folded stack key ("a;b;c"), root first.
+std::vector<std::string_view> SplitFrames(std::string_view stack);
+
+}  // namespace backendlab::profiling
+
+#endif  // BACKENDLAB_PROFILING_FOLDED_STACKS_H_

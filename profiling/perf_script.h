@@ -1,0 +1,27 @@
+// `perf script` output (default fields, recorded with -g) folded into stacks.
+#ifndef BACKENDLAB_PROFILING_PERF_SCRIPT_H_
+#define BACKENDLAB_PROFILING_PERF_SCRIPT_H_
+
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "profiling/folded_stacks.h"
+
+namespace backendlab::profiling {
+
+// Reads `perf script` default output: per sample a header line that starts in
+// column 0 ("comm  pid/tid  timestamp: period event:" or
+// "comm pid [cpu] timestamp: ..."), then indented frame lines
+// "\taddr symbol+0xoff (dso)" leaf first, then a blank line. Each sample
+// becomes one stack, root first, whose root frame is the comm with spaces
+// turned into '_'. "+0x..." offsets
+// are dropped; "[unknown]" symbols are kept, and a frame line without a
+// symbol becomes "[unknown]". A sample without frame lines counts as a stack
+// of just the comm. Lines starting with '#' (perf's header) are skipped.
+// A frame line before any header, or a header without a pid, is
+// InvalidArgument naming the line number.
+absl::StatusOr<FoldedStacks> ParsePerfScript(std::string_view text);
+
+}  // namespace backendlab::profiling
+
+#endif  // BACKENDLAB_PROFILING_PERF_SCRIPT_H_

@@ -1,0 +1,59 @@
+// ParsePerfScript on hand-written `perf script` output.
+#include "profiling/perf_script.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace backendlab::profiling {
+namespace {
+
+// Three samples, the first two with identical stacks; both header styles.
+constexpr char kThreeSamples[] =
+    "# ========\n"
+    "# captured on: a test\n"
+    "postgres  4242/4242  1234.567890:     250000 cpu-clock:pppH:\n"
+    "\t    55d0c0a01234 hash_search_with_hash_value+0x44 (/usr/lib/postgresql/bin/postgres)\n"
+    "\t    55d0c0a05678 SearchCatCache1+0x1a (/usr/lib/postgresql/bin/postgres)\n"
+    "\t    55d0c0a09abc PostgresMain+0x100 (/usr/lib/postgresql/bin/postgres)\n"
+    "\n"
+    "postgres  4242/4242  1234.568140:     250000 cpu-clock:pppH:\n"
+    "\t    55d0c0a01299 hash_search_with_hash_value+0x88 (/usr/lib/postgresql/bin/postgres)\n"
+    "\t    55d0c0a05600 SearchCatCache1+0x2 (/usr/lib/postgresql/bin/postgres)\n"
+    "\t    55d0c0a09abc PostgresMain+0x100 (/usr/lib/postgresql/bin/postgres)\n"
+    "\n"
+    "Web Content 77 [003] 1234.570000: 1 cycles:\n"
+    "\tffffffffa1001000 clear_page_erms+0xe ([kernel.kallsyms])\n"
+    "\t    7f00deadbeef [unknown] ([unknown])\n"
+    "\t    7f00cafe0000 std::vector<int, std::allocator<int> >::push_back(int const&)+0x10 (/usr/bin/app)\n"
+    "\t    7f00cafe1000 (/usr/bin/app)\n";
+
+TEST(PerfScriptTest, FoldsSamplesRootFirstWithComm) {
+  absl::StatusOr<FoldedStacks> stacks = ParsePerfScript(kThreeSamples);
+  ASSERT_TRUE(stacks.ok()) << stacks.status();
+  EXPECT_EQ(stacks->total_samples(), 3);
+  EXPECT_EQ(stacks->ToText(),
+            "Web_Content;[unknown];std::vector<int, std::allocator<int> >::push_back(int const&);"
+            "[unknown];clear_page_erms 1\n"
+            "postgres;PostgresMain;SearchCatCache1;hash_search_with_hash_value 2\n");
+}
+
+TEST(PerfScriptTest, SampleWithoutFramesIsTheCommAlone) {
+  absl::StatusOr<FoldedStacks> stacks = ParsePerfScript("idle 0/0 1.0: 1 cycles:\n\n");
+  ASSERT_TRUE(stacks.ok()) << stacks.status();
+  EXPECT_EQ(stacks->ToText(), "idle 1\n");
+}
+
+TEST(PerfScriptTest, ErrorsNameTheLine) {
+  absl::StatusOr<FoldedStacks> orphan = ParsePerfScript("\n\tdeadbeef main+0x1 (/bin/x)\n");
+  ASSERT_FALSE(orphan.ok());
+  EXPECT_EQ(orphan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(orphan.status().message().find("line 2"), std::string::npos) << orphan.status();
+
+  absl::StatusOr<FoldedStacks> no_pid = ParsePerfScript("a 1/1 1.0: 1 c:\n\tff f (x)\n\nnot a header\n");
+  ASSERT_FALSE(no_pid.ok());
+  EXPECT_NE(no_pid.status().message().find("line 4"), std::string::npos) << no_pid.status();
+}
+
+}  // namespace
+}  // namespace backendlab::profiling
