@@ -1,91 +1,35 @@
-// perf_event_open on raw_syscalls:sys_enter, with the reasons it can be refused.
+// SyscallCounter on PerfCounters, with its own wording of the reasons.
 #include "profiling/syscall_counter.h"
 
-#include <linux/perf_event.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
 namespace backendlab::profiling {
 namespace {
 
-constexpr const char* kIdFiles[] = {
-    "/sys/kernel/tracing/events/raw_syscalls/sys_enter/id",
-    "/sys/kernel/debug/tracing/events/raw_syscalls/sys_enter/id",
-};
+constexpr PerfEvent kSyscallsOnly[] = {PerfEvent::kSyscalls};
 
-absl::StatusOr<uint64_t> TracepointId() {
-  for (const char* path : kIdFiles) {
-    std::ifstream in(path);
-    uint64_t id;
-    if (in >> id) return id;
-  }
+absl::Status Reworded(const absl::Status& unavailable) {
   return absl::UnavailableError(
-      "syscall counts unavailable: tracefs is not mounted (no raw_syscalls/sys_enter/id under "
-      "/sys/kernel/tracing); as root: mount -t tracefs nodev /sys/kernel/tracing");
-}
-
-absl::StatusOr<int> OpenFd() {
-  absl::StatusOr<uint64_t> id = TracepointId();
-  if (!id.ok()) return id.status();
-  perf_event_attr attr;
-  std::memset(&attr, 0, sizeof attr);
-  attr.type = PERF_TYPE_TRACEPOINT;
-  attr.size = sizeof attr;
-  attr.config = *id;
-  attr.disabled = 0;
-  attr.exclude_kernel = 0;
-  const long fd = syscall(SYS_perf_event_open, &attr, 0 /* this process */, -1 /* any cpu */, -1, PERF_FLAG_FD_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    return absl::UnavailableError(absl::StrCat(
-        "syscall counts unavailable: perf_event_open(raw_syscalls:sys_enter) failed: ", std::strerror(err),
-        err == EACCES || err == EPERM ? " (run as root or lower /proc/sys/kernel/perf_event_paranoid)" : ""));
-  }
-  return static_cast<int>(fd);
+      absl::StrCat("syscall counts unavailable: ", std::string(internal::UnavailableReason(unavailable))));
 }
 
 }  // namespace
 
 absl::Status SyscallCounter::Availability() {
-  static const absl::Status status = [] {
-    absl::StatusOr<int> fd = OpenFd();
-    if (!fd.ok()) return fd.status();
-    close(*fd);
-    return absl::OkStatus();
-  }();
-  return status;
+  const absl::Status status = PerfEventAvailability(PerfEvent::kSyscalls);
+  return status.ok() ? status : Reworded(status);
 }
 
 absl::StatusOr<SyscallCounter> SyscallCounter::Open() {
-  absl::StatusOr<int> fd = OpenFd();
-  if (!fd.ok()) return fd.status();
-  return SyscallCounter(*fd);
+  PerfCounters counters = PerfCounters::Open(kSyscallsOnly);
+  if (std::vector<absl::Status> missing = counters.Unavailable(); !missing.empty()) return Reworded(missing.front());
+  return SyscallCounter(std::move(counters));
 }
 
-SyscallCounter& SyscallCounter::operator=(SyscallCounter&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = other.fd_;
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-SyscallCounter::~SyscallCounter() {
-  if (fd_ >= 0) close(fd_);
-}
-
-int64_t SyscallCounter::Read() const {
-  uint64_t count;
-  if (fd_ < 0 || read(fd_, &count, sizeof count) != static_cast<ssize_t>(sizeof count)) return -1;
-  return static_cast<int64_t>(count);
-}
+int64_t SyscallCounter::Read() const { return counters_.Read(PerfEvent::kSyscalls); }
 
 }  // namespace backendlab::profiling

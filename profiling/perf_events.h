@@ -1,0 +1,147 @@
+// Counters of the calling thread from perf_event_open: software events, the
+// raw_syscalls:sys_enter tracepoint and hardware events, each detected once per
+// process so that a kernel or VM that refuses one is reported, not fatal. The
+// only place in backendlab that calls perf_event_open.
+#ifndef BACKENDLAB_PROFILING_PERF_EVENTS_H_
+#define BACKENDLAB_PROFILING_PERF_EVENTS_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+struct perf_event_attr;  // <linux/perf_event.h>; only the test seam needs it
+
+namespace backendlab::profiling {
+
+enum class PerfEvent {
+  kTaskClock,
+  kPageFaults,
+  kContextSwitches,
+  kSyscalls,
+  kCycles,
+  kInstructions,
+  kCacheMisses,
+  kStalledCyclesFrontend,
+  kStalledCyclesBackend,
+};
+inline constexpr PerfEvent kAllPerfEvents[] = {
+    PerfEvent::kTaskClock,   PerfEvent::kPageFaults,   PerfEvent::kContextSwitches,
+    PerfEvent::kSyscalls,    PerfEvent::kCycles,       PerfEvent::kInstructions,
+    PerfEvent::kCacheMisses, PerfEvent::kStalledCyclesFrontend, PerfEvent::kStalledCyclesBackend,
+};
+
+// perf's own spelling ("task-clock", "page-faults", "context-switches",
+// "cycles", …), so that figures can be checked against `perf stat -e`;
+// "syscalls" is the tracepoint raw_syscalls:sys_enter.
+std::string_view PerfEventName(PerfEvent event);
+absl::StatusOr<PerfEvent> ParsePerfEvent(std::string_view name);
+
+// "task-clock,cycles": the events in the order given, each once. Groups stand
+// for several: "all" (every event), "sw" or "software" (task-clock,
+// page-faults, context-switches), "hw" (the hardware events). An empty or
+// unknown item is InvalidArgument naming it and listing the valid names.
+absl::StatusOr<std::vector<PerfEvent>> ParsePerfEventList(std::string_view comma_list);
+
+// Counted by the CPU's PMU (cycles, instructions, cache-misses, stalled-*):
+// absent in most VMs, and multiplexed when more are open than the PMU has
+// registers.
+bool IsHardware(PerfEvent event);
+
+// OK, or Unavailable with the message "<name>: unavailable: <reason and how to
+// get it>", e.g. "cycles: unavailable: the kernel has no hardware PMU for this
+// CPU (ENOENT: typical of VMs)". Found by opening the event on the calling
+// thread as perf does: kernel and user mode first, then, on EACCES/EPERM, user
+// mode only (exclude_kernel, exclude_hv) for the events that still mean
+// something that way; which one worked is remembered for PerfCounters::Open.
+// Probed once per process and event (the first call costs a perf_event_open
+// and a close); the cache is a few atomics, so this may be called from any
+// thread and from a forked child, which inherits what its parent found.
+absl::Status PerfEventAvailability(PerfEvent event);
+
+// Prints "backendlab: <PerfEventAvailability's message>" to `out` the first
+// time it is called for an unavailable event in this process; otherwise
+// nothing.
+void ReportUnavailableOnce(PerfEvent event, FILE* out = stderr);
+
+// Counters of the calling thread: the whole process when it is single-threaded,
+// as a backend is. Threads it starts later and children it forks are not
+// counted (no inherit), so a postmaster's counters do not absorb its backends'.
+//
+// Reading: each counter is one read() system call. The syscalls counter counts
+// the reads of the others as well as its own, so for per-phase deltas use
+// ReadAll(kBegin) before the phase and ReadAll(kEnd) after it: they read the
+// syscalls counter innermost (last at kBegin, first at kEnd) and the others
+// nested around it, so that the syscalls delta holds the phase's calls plus
+// exactly one read(), the closing one; subtract 1. The other counters' deltas
+// hold a few reads' worth of task-clock, cycles and instructions, and no page
+// faults or context switches of their own.
+class PerfCounters {
+ public:
+  enum class PhaseEdge { kBegin, kEnd };
+
+  // Opens each *available* event of `events` (repeats are dropped) as a
+  // separate counting (not sampling) counter, enabled at once. Never fails:
+  // an event the kernel refuses reads -1 and appears in Unavailable().
+  // Costs one perf_event_open per event (none for one this process already
+  // knows is refused; two the first time perf's user-mode fallback is
+  // needed): open before what you measure, and keep the list short in
+  // short-lived processes.
+  static PerfCounters Open(std::span<const PerfEvent> events);
+
+  // No counters: every Read gives -1.
+  PerfCounters() = default;
+  PerfCounters(PerfCounters&& other) noexcept;
+  PerfCounters& operator=(PerfCounters&& other) noexcept;
+  PerfCounters(const PerfCounters&) = delete;
+  PerfCounters& operator=(const PerfCounters&) = delete;
+  ~PerfCounters();
+
+  // The events asked for, without repeats, open or not: ReadAll's order.
+  const std::vector<PerfEvent>& events() const { return events_; }
+
+  // The count since Open, this read() included for syscalls; -1 when the event
+  // is not open here or the read fails, or when a multiplexed hardware counter
+  // has not been on the PMU at all yet. Hardware counts that were multiplexed
+  // are scaled by time enabled / time running, as perf stat does.
+  int64_t Read(PerfEvent event) const;
+
+  // Read() of every event into out[i] for events()[i], in the nesting order
+  // described above. out.size() must equal events().size(). No allocation.
+  void ReadAll(PhaseEdge edge, std::span<int64_t> out) const;
+
+  // Why each event asked for but not open is missing, in events() order.
+  std::vector<absl::Status> Unavailable() const;
+
+ private:
+  std::vector<PerfEvent> events_;
+  std::vector<int> fds_;                 // -1: not open
+  std::vector<absl::Status> why_not_;    // OK where open
+  std::vector<size_t> begin_order_;      // indices into events_, syscalls last
+};
+
+// Test only: makes every perf_event_open in this file go through `fn` (nullptr
+// restores the real system call) and forgets every cached availability and
+// every ReportUnavailableOnce, so that a test can simulate a kernel that
+// refuses. `fn` returns a file descriptor, or -1 with errno set. Not
+// thread-safe against concurrent opens; call it with no counters being opened.
+using PerfEventOpenFn = long (*)(perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags);
+void SetPerfEventOpenForTesting(PerfEventOpenFn fn);
+
+namespace internal {
+
+// The "<reason>" part of an Unavailable status from this file ("" for any
+// other status), for syscall_counter.cc, which words its messages its own way.
+std::string_view UnavailableReason(const absl::Status& status);
+
+}  // namespace internal
+
+}  // namespace backendlab::profiling
+
+#endif  // BACKENDLAB_PROFILING_PERF_EVENTS_H_
