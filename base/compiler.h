@@ -9,6 +9,15 @@ namespace backendlab {
 // instruction.
 inline void CompilerBarrier() { asm volatile("" ::: "memory"); }
 
+// True when the whole program keeps frame pointers (the `profile` preset), so
+// perf's --call-graph=fp and the sampler's fp unwinder see complete stacks.
+inline constexpr bool kFramePointers =
+#ifdef BACKENDLAB_FRAME_POINTERS
+    true;
+#else
+    false;
+#endif
+
 }  // namespace backendlab
 
 #endif  // BACKENDLAB_BASE_COMPILER_H_

@@ -47,6 +47,24 @@ int64_t ParseCount(std::string_view digits) {
 
 }  // namespace
 
+FoldedStacks FoldedStacks::Under(std::string_view root) const {
+  FoldedStacks out;
+  const std::string prefix = std::string(root) + ";";
+  for (const auto& [stack, count] : stacks_) {
+    std::string rest;
+    if (stack == root) {
+      rest = "[self]";
+    } else if (stack.starts_with(prefix)) {
+      rest = stack.substr(prefix.size());
+    } else {
+      continue;
+    }
+    out.stacks_[rest] += count;
+    out.total_samples_ += count;
+  }
+  return out;
+}
+
 std::vector<std::string_view> SplitFrames(std::string_view stack) {
   std::vector<std::string_view> frames;
   size_t start = 0;

@@ -43,6 +43,11 @@ class FoldedStacks {
   // deterministic; Parse(ToText()) == *this.
   std::string ToText() const;
 
+  // The stacks whose root frame is `root`, with that frame removed (a stack of
+  // the root alone becomes "[self]"): e.g. one process's stacks out of perf's,
+  // whose root is the command name.
+  FoldedStacks Under(std::string_view root) const;
+
   int64_t total_samples() const { return total_samples_; }
   // Distinct stacks, keyed by their frames joined with ';'.
   const std::map<std::string, int64_t>& stacks() const { return stacks_; }

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "profiling/internal/text.h"
+#include "profiling/symbolizer.h"
 
 namespace backendlab::profiling {
 namespace {
@@ -54,32 +55,53 @@ std::optional<std::string> CommOf(std::string_view header) {
   return std::nullopt;
 }
 
-// "addr symbol+0xoff (dso)" -> "symbol".
-std::string SymbolOf(std::string_view frame_line) {
+// "/usr/lib/libc.so.6" -> "[libc.so.6]", as the symbolizer names a frame
+// without a symbol; "[unknown]" and "[kernel.kallsyms]" stay as they are.
+std::string ObjectFrame(std::string_view dso) {
+  if (dso.empty()) return "[unknown]";
+  if (dso.front() == '[') return std::string(dso);
+  return absl::StrCat("[", std::string(dso.substr(dso.rfind('/') + 1)), "]");
+}
+
+struct Frame {
+  std::string symbol;
+  bool kernel = false;
+};
+
+// "addr symbol+0xoff (dso)" -> "symbol", and whether it is the kernel's.
+Frame FrameOf(std::string_view frame_line) {
   std::string_view rest = Trim(frame_line);
-  size_t space = rest.find_first_of(" \t");
-  if (space == std::string_view::npos) return "[unknown]";  // an address alone
+  const size_t space = rest.find_first_of(" \t");
+  const std::string_view address = rest.substr(0, space);
+  Frame frame;
+  frame.kernel = address.size() == 16 && address.starts_with("ffff");
+  if (space == std::string_view::npos) {  // an address alone
+    frame.symbol = "[unknown]";
+    return frame;
+  }
   rest = Trim(rest.substr(space + 1));
   // The dso is the last parenthesised group; demangled symbols may hold
   // parentheses of their own, so search from the end.
+  std::string_view dso;
   if (!rest.empty() && rest.back() == ')') {
-    size_t open = rest.rfind(" (");
+    const size_t open = rest.front() == '(' ? 0 : rest.rfind(" (");
     if (open != std::string_view::npos) {
-      rest = Trim(rest.substr(0, open));
-    } else if (rest.front() == '(') {
-      rest = {};  // only a dso
+      const size_t dso_start = open == 0 ? 1 : open + 2;
+      dso = rest.substr(dso_start, rest.size() - dso_start - 1);
+      rest = open == 0 ? std::string_view() : Trim(rest.substr(0, open));
     }
   }
-  size_t plus = rest.rfind("+0x");
-  if (plus != std::string_view::npos && IsHexDigits(rest.substr(plus + 3))) {
-    rest = rest.substr(0, plus);
-  }
-  return rest.empty() ? "[unknown]" : std::string(rest);
+  frame.kernel |= dso.starts_with("[kernel");
+  const size_t plus = rest.rfind("+0x");
+  if (plus != std::string_view::npos && IsHexDigits(rest.substr(plus + 3))) rest = rest.substr(0, plus);
+  // No symbol: name the frame by its object.
+  frame.symbol = rest.empty() || rest == "[unknown]" ? ObjectFrame(dso) : std::string(rest);
+  return frame;
 }
 
 }  // namespace
 
-absl::StatusOr<FoldedStacks> ParsePerfScript(std::string_view text) {
+absl::StatusOr<FoldedStacks> ParsePerfScript(std::string_view text, const PerfScriptOptions& options) {
   FoldedStacks result;
   std::optional<std::string> comm;  // set while inside a sample
   std::vector<std::string> leaf_first;
@@ -109,7 +131,9 @@ absl::StatusOr<FoldedStacks> ParsePerfScript(std::string_view text) {
         return absl::InvalidArgumentError(
             absl::StrCat("perf script line ", line_number, ": frame line outside a sample"));
       }
-      leaf_first.push_back(SymbolOf(line));
+      Frame frame = FrameOf(line);
+      if (options.drop_kernel_frames && frame.kernel) continue;
+      leaf_first.push_back(options.short_names ? ShortFunctionName(frame.symbol) : std::move(frame.symbol));
       continue;
     }
     // A header directly after another sample's frames (no blank line) starts

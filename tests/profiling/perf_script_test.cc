@@ -33,7 +33,7 @@ TEST(PerfScriptTest, FoldsSamplesRootFirstWithComm) {
   ASSERT_TRUE(stacks.ok()) << stacks.status();
   EXPECT_EQ(stacks->total_samples(), 3);
   EXPECT_EQ(stacks->ToText(),
-            "Web_Content;[unknown];std::vector<int, std::allocator<int> >::push_back(int const&);"
+            "Web_Content;[app];std::vector<int, std::allocator<int> >::push_back(int const&);"
             "[unknown];clear_page_erms 1\n"
             "postgres;PostgresMain;SearchCatCache1;hash_search_with_hash_value 2\n");
 }

@@ -1,0 +1,55 @@
+// Names for the addresses in stack samples, resolved after the run.
+#ifndef BACKENDLAB_PROFILING_SYMBOLIZER_H_
+#define BACKENDLAB_PROFILING_SYMBOLIZER_H_
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "profiling/folded_stacks.h"
+#include "profiling/sampler.h"
+
+namespace backendlab::profiling {
+
+// Resolves addresses of the calling process's address space. Samples of
+// processes forked from it without exec (backends, the postmaster) have the
+// same mappings, PIE or not, so they are resolved here, after the run. Uses
+// Abseil's ELF symbolizer (the full symbol table, static functions included;
+// names demangled without parameters), then dladdr for dynamic symbols.
+class Symbolizer {
+ public:
+  Symbolizer();
+
+  // The function containing `pc`. A return address (a frame other than the
+  // leaf) is looked up at pc - 1, so that a call at the end of a function is
+  // charged to it and not to the next one. Without a symbol: "[object]" (the
+  // file name, as perf names an unknown frame by its dso), or "[unknown]".
+  // Results are cached.
+  const std::string& Name(uintptr_t pc, bool return_address);
+
+ private:
+  std::unordered_map<uintptr_t, std::string> cache_;
+};
+
+// "ns::(anonymous namespace)::F<int>(int) const" -> "ns::(anonymous namespace)::F":
+// drops template arguments, the parameter list and qualifiers after it, so
+// that the sampler's names (Abseil's demangler) and perf's (full demangling)
+// compare equal. Other text, e.g. "[unknown]", is returned unchanged.
+std::string ShortFunctionName(std::string_view demangled);
+
+// Folds samples into stacks, root first, one count per sample. `keep`
+// (if set) filters samples; `prefix` (if set) gives frames to put above a
+// sample's own, outermost first: its process's role, its phase.
+struct FoldOptions {
+  std::function<bool(const RawSample&)> keep;
+  std::function<std::vector<std::string>(const RawSample&)> prefix;
+};
+FoldedStacks FoldSamples(std::span<const RawSample> samples, Symbolizer& symbolizer, const FoldOptions& options);
+
+}  // namespace backendlab::profiling
+
+#endif  // BACKENDLAB_PROFILING_SYMBOLIZER_H_
