@@ -7,14 +7,16 @@
 
 #include <cerrno>
 #include <cstring>
-#include <optional>
+#include <array>
+#include <span>
 
 #include "absl/strings/str_cat.h"
 #include "base/compiler.h"
 #include "buffers/layout_dispatch.h"
 #include "catcache/catcache.h"
 #include "profiling/resource_usage.h"
-#include "profiling/syscall_counter.h"
+#include "profiling/sampler.h"
+#include "profiling/perf_events.h"
 
 namespace backendlab::lifecycle {
 namespace {
@@ -26,32 +28,42 @@ using buffers::RefCountTable;
 // in phases_done) only after its counters are written.
 class PhaseRecorder {
  public:
-  PhaseRecorder(BackendRecord& record, const profiling::SyscallCounter* syscalls)
-      : record_(record), syscalls_(syscalls) {}
+  PhaseRecorder(BackendRecord& record, const profiling::PerfCounters& counters)
+      : record_(record), counters_(counters), n_(counters.events().size()) {}
 
-  // The counter is read innermost, so that the phase's syscall count holds
-  // none of the measurement's own calls but the closing read (subtracted).
-  void Begin() {
+  // The perf counters are read innermost (PerfCounters::ReadAll's nesting),
+  // so that a phase's syscall count holds none of the measurement's own calls
+  // but the closing read (subtracted).
+  void Begin(Phase phase) {
+    profiling::SetSampleTag(static_cast<int32_t>(phase));
     begin_ = profiling::SampleSelf();
-    syscalls_at_begin_ = syscalls_ ? syscalls_->Read() : -1;
+    if (n_ > 0) counters_.ReadAll(profiling::PerfCounters::PhaseEdge::kBegin, std::span(begin_events_).first(n_));
   }
   void End(Phase phase) {
-    const int64_t syscalls_now = syscalls_at_begin_ >= 0 ? syscalls_->Read() : -1;
+    std::array<int64_t, kNumPerfEvents> end_events;
+    if (n_ > 0) counters_.ReadAll(profiling::PerfCounters::PhaseEdge::kEnd, std::span(end_events).first(n_));
     const profiling::ResourceSample used = profiling::SampleSelf() - begin_;
     PhaseCounters& c = record_.phase[static_cast<int>(phase)];
     c.wall_ns = used.wall_ns;
     c.cpu_ns = used.cpu_ns;
     c.minor_faults = used.minor_faults;
     c.major_faults = used.major_faults;
-    if (syscalls_now >= 0) c.syscalls = syscalls_now - syscalls_at_begin_ - 1;
+    for (size_t i = 0; i < n_; ++i) {
+      if (begin_events_[i] < 0 || end_events[i] < 0) continue;
+      const profiling::PerfEvent event = counters_.events()[i];
+      const int64_t own_reads = event == profiling::PerfEvent::kSyscalls ? 1 : 0;
+      c.events[static_cast<int>(event)] = end_events[i] - begin_events_[i] - own_reads;
+    }
+    c.syscalls = c.events[static_cast<int>(profiling::PerfEvent::kSyscalls)];
     __atomic_or_fetch(&record_.phases_done, 1u << static_cast<int>(phase), __ATOMIC_RELEASE);
   }
 
  private:
   BackendRecord& record_;
-  const profiling::SyscallCounter* syscalls_;
+  const profiling::PerfCounters& counters_;
+  const size_t n_;
   profiling::ResourceSample begin_;
-  int64_t syscalls_at_begin_ = -1;
+  std::array<int64_t, kNumPerfEvents> begin_events_{};
 };
 
 // The buffers a backend's work touches: spread over the pool, different per
@@ -74,13 +86,8 @@ absl::Status WaitForTerminate(int fd) {
 template <RefCountTable T>
 absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendRecord& record) {
   const BackendConfig& config = env.config;
-  std::optional<profiling::SyscallCounter> syscalls;
-  if (config.count_syscalls) {
-    if (absl::StatusOr<profiling::SyscallCounter> counter = profiling::SyscallCounter::Open(); counter.ok()) {
-      syscalls.emplace(*std::move(counter));
-    }
-  }
-  PhaseRecorder phases(record, syscalls ? &*syscalls : nullptr);
+  const profiling::PerfCounters counters = profiling::PerfCounters::Open(env.counter_events);
+  PhaseRecorder phases(record, counters);
 
   // The end of `fork`: all the child did since fork() returned in it (closing
   // the postmaster's descriptors, signal set-up, first touches of code, stack
@@ -93,17 +100,17 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
   record.phase[static_cast<int>(Phase::kFork)].minor_faults = started.minor_faults;
   record.phase[static_cast<int>(Phase::kFork)].major_faults = started.major_faults;
 
-  phases.Begin();
+  phases.Begin(Phase::kInitBuffers);
   absl::StatusOr<T> table = T::Create(config.shared_buffers.nbuffers);
   if (!table.ok()) return table.status();
   phases.End(Phase::kInitBuffers);
 
-  phases.Begin();
+  phases.Begin(Phase::kInitCatcache);
   absl::StatusOr<std::unique_ptr<catcache::CatCacheSet>> caches = catcache::CatCacheSet::Create(config.catcache, env.profile);
   if (!caches.ok()) return caches.status();
   phases.End(Phase::kInitCatcache);
 
-  phases.Begin();
+  phases.Begin(Phase::kWork);
   for (int64_t i = 0; i < config.work_pins; ++i) {
     const BufferId b = WorkBuffer(record.sequence, i, config.shared_buffers.nbuffers);
     if (absl::Status s = table->Pin(b); !s.ok()) return s;
@@ -123,6 +130,7 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
   }
   phases.End(Phase::kWork);
 
+  profiling::SetSampleTag(kSampleTagWait);
   record.ready_ns = profiling::NowNs();
   if (client_fd >= 0) {
     // A client that has gone away (EPIPE, ECONNRESET) ends the session the way
@@ -140,7 +148,7 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
 
   // Exit callbacks in PostgreSQL's order: the buffer check first (it was
   // registered last, with on_shmem_exit), then the backend's own teardown.
-  phases.Begin();
+  phases.Begin(Phase::kExitCheck);
   buffers::ExitCheckResult check = buffers::RunExitCheck(*table, config.exit_check, buffers::ScanKernel::kSimd);
   for (const buffers::Leak& leak : check.leaks) {
     // As AtProcExit_Buffers did, the forcibly released pins leave shared memory too.
@@ -154,7 +162,7 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
     record.leak_counts[i] = check.leaks[i].count;
   }
 
-  phases.Begin();
+  phases.Begin(Phase::kTeardown);
   caches->reset();
   { T gone = *std::move(table); }
   phases.End(Phase::kTeardown);
@@ -171,6 +179,8 @@ absl::StatusOr<BackendEnvironment> PrepareBackendEnvironment(const BackendConfig
   env.profile = *std::move(profile);
   env.lookups = catcache::MakeFirstQueries(env.profile, config.work_lookups);
   env.pool = pool;
+  env.counter_events = config.counters;
+  if (config.count_syscalls) env.counter_events.push_back(profiling::PerfEvent::kSyscalls);
   return env;
 }
 

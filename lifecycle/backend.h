@@ -15,6 +15,7 @@
 #include "catcache/syscache_profile.h"
 #include "lifecycle/backend_record.h"
 #include "lifecycle/shared_pool.h"
+#include "profiling/perf_events.h"
 
 namespace backendlab::lifecycle {
 
@@ -27,6 +28,9 @@ struct BackendConfig {
   int64_t work_pins = 20;      // pin+unpin pairs in the work phase
   int64_t work_lookups = 100;  // catcache searches in the work phase
   bool count_syscalls = false;  // per phase, where the kernel allows; costs each backend a perf_event_open
+  // perf_event_open counters per phase (task-clock, context-switches, cycles,
+  // ...), where the kernel allows: each costs every backend a perf_event_open.
+  std::vector<profiling::PerfEvent> counters;
   // Fault injection for tests and demonstrations:
   int32_t leak_pins = 0;        // buffers each backend leaves pinned at exit
   int64_t kill_backend = -1;    // the backend with this sequence number SIGKILLs itself in `work`
@@ -40,6 +44,7 @@ struct BackendEnvironment {
   catcache::SyscacheProfile profile;
   std::vector<catcache::Lookup> lookups;
   SharedPool* pool = nullptr;
+  std::vector<profiling::PerfEvent> counter_events;  // config.counters, and syscalls if counted
 };
 
 absl::StatusOr<BackendEnvironment> PrepareBackendEnvironment(const BackendConfig& config, SharedPool* pool);

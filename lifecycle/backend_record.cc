@@ -1,6 +1,8 @@
 // Phase names: the same words in code, CLI, JSON, CSV and docs.
 #include "lifecycle/backend_record.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace backendlab::lifecycle {
 
 std::string_view PhaseName(Phase phase) {
@@ -14,6 +16,16 @@ std::string_view PhaseName(Phase phase) {
     case Phase::kReap: return "reap";
   }
   return "?";
+}
+
+std::string SampleTagName(int32_t tag) {
+  if (tag >= 0 && tag < kNumPhases) return std::string(PhaseName(static_cast<Phase>(tag)));
+  switch (tag) {
+    case kSampleTagWait: return "wait";
+    case kSampleTagPostmaster: return "postmaster";
+    case kSampleTagClient: return "client";
+  }
+  return absl::StrCat("tag", tag);
 }
 
 }  // namespace backendlab::lifecycle

@@ -4,10 +4,13 @@
 #define BACKENDLAB_LIFECYCLE_BACKEND_RECORD_H_
 
 #include <cstdint>
+#include <iterator>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
 #include "absl/status/statusor.h"
+#include "profiling/perf_events.h"
 
 namespace backendlab::lifecycle {
 
@@ -27,13 +30,27 @@ inline constexpr Phase kAllPhases[] = {Phase::kFork,      Phase::kInitBuffers, P
                                        Phase::kExitCheck, Phase::kTeardown,    Phase::kReap};
 std::string_view PhaseName(Phase phase);
 
+// What a sampled process was doing, recorded with each profiler sample: a
+// backend's phase (the Phase values), or one of these.
+inline constexpr int32_t kSampleTagWait = kNumPhases;            // a backend between "ready" and "terminate"
+inline constexpr int32_t kSampleTagPostmaster = kNumPhases + 1;  // the postmaster, between forks
+inline constexpr int32_t kSampleTagClient = kNumPhases + 2;      // inproc: the tool between backends
+inline constexpr int32_t kNumSampleTags = kNumPhases + 3;
+// "init_buffers", ..., "wait", "postmaster", "client"; "tag<N>" for others.
+std::string SampleTagName(int32_t tag);
+
+inline constexpr int kNumPerfEvents = static_cast<int>(std::size(profiling::kAllPerfEvents));
+
 struct PhaseCounters {
   int64_t wall_ns = 0;
   int64_t cpu_ns = 0;
   int64_t minor_faults = 0;
   int64_t major_faults = 0;
   int64_t syscalls = -1;  // -1: not counted (kernel refused, or not measurable for this phase)
+  // perf_event_open counts (--counters), indexed by PerfEvent; -1: not counted.
+  int64_t events[kNumPerfEvents] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
 };
+static_assert(kNumPerfEvents == 9, "PhaseCounters::events initialises one -1 per event");
 
 enum class BackendOutcome : int32_t {
   kRunning = 0,  // never finished: it died before its exit (see signal)

@@ -25,7 +25,11 @@
 #include "base/check.h"
 #include "base/fresh_allocations.h"
 #include "base/names.h"
+#include "lifecycle/internal/io.h"
+#include "lifecycle/internal/sample_slots.h"
 #include "profiling/resource_usage.h"
+#include "profiling/perf_events.h"
+#include "profiling/sampler.h"
 #include "profiling/syscall_counter.h"
 
 namespace backendlab::lifecycle {
@@ -54,17 +58,7 @@ absl::Status Errno(std::string_view what) {
   return absl::UnavailableError(absl::StrCat(std::string(what), ": ", std::strerror(errno)));
 }
 
-bool WriteAll(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
+using internal::WriteAll;
 
 // A one-byte message on a socket whose peer may be gone: an error, never SIGPIPE.
 bool SendByte(int fd, char byte) {
@@ -97,7 +91,10 @@ struct Postmaster {
   int listen_fd = -1;
   int control_fd = -1;  // EOF: stop
   int results_fd = -1;
+  int samples_fd = -1;  // with a sampler: where reaped backends' samples go
   int baseline_forks = 0;
+  std::optional<profiling::SamplerOptions> sampler;
+  std::optional<internal::SampleSlots> sample_slots;
   std::string socket_path, dir;
 
   BackendRecord* slots = nullptr;  // shared with the backends
@@ -128,9 +125,18 @@ struct Postmaster {
 
   [[noreturn]] void BackendChild(size_t slot, int client_fd, int sigfd) {
     BackendRecord& record = slots[slot];
+    // Timers are not inherited: arm this backend's before anything else, so
+    // its start-up is sampled too (tagged `fork`, as the postmaster left it).
+    if (sample_slots) {
+      if (absl::Status s = profiling::Sampler::RestartAfterFork(sample_slots->Backend(slot)); !s.ok()) {
+        std::fprintf(stderr, "backendlab backend %d: not sampled: %s\n", getpid(), std::string(s.message()).c_str());
+      }
+    }
+    prctl(PR_SET_NAME, "backend");  // the name perf's samples carry
     close(listen_fd);
     close(control_fd);
     close(results_fd);
+    if (samples_fd >= 0) close(samples_fd);
     close(sigfd);
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the postmaster
     if (getppid() != postmaster_pid) _exit(1);  // it died before prctl took effect
@@ -160,8 +166,13 @@ struct Postmaster {
     record.accept_ns = accepted;
     const profiling::ResourceSample before = profiling::SampleSelf();
     postmaster_pid = getpid();
+    if (sample_slots) {
+      sample_slots->Backend(slot)->Reset();
+      profiling::SetSampleTag(static_cast<int32_t>(Phase::kFork));  // fork() is the fork phase's start
+    }
     const pid_t pid = fork();
     if (pid == 0) BackendChild(slot, fd, sigfd);
+    profiling::SetSampleTag(kSampleTagPostmaster);
     fork_parent_cost[slot] = profiling::SampleSelf() - before;
     close(fd);
     if (pid < 0) {
@@ -217,6 +228,9 @@ struct Postmaster {
         p.major_faults = std::max<int64_t>(0, usage.ru_majflt - r.exit_major_faults);
         r.phases_done |= 1u << static_cast<int>(Phase::kReap);
       }
+      if (sample_slots && !internal::AppendSampleChunk(samples_fd, r.sequence, *sample_slots->Backend(slot))) {
+        std::fprintf(stderr, "backendlab postmaster: writing samples: %s\n", std::strerror(errno));
+      }
       slot_used[slot] = false;
       Send(m);
     }
@@ -240,6 +254,8 @@ struct Postmaster {
     slots = static_cast<BackendRecord*>(shared);
     slot_used.assign(nslots, false);
     fork_parent_cost.assign(nslots, {});
+    prctl(PR_SET_NAME, "postmaster");
+    if (sampler) StartSampling();
 
     SendBaseline();
     bool stopping = false;
@@ -278,10 +294,35 @@ struct Postmaster {
       Reap();
     }
     SendBaseline();
+    if (sample_slots) {
+      profiling::Sampler::Stop();
+      if (!internal::AppendSampleChunk(samples_fd, -1, *sample_slots->Postmaster())) {
+        std::fprintf(stderr, "backendlab postmaster: writing samples: %s\n", std::strerror(errno));
+      }
+    }
     if (results_fd >= 0) close(results_fd);
     unlink(socket_path.c_str());
     rmdir(dir.c_str());
     _exit(0);
+  }
+
+  // The postmaster samples itself from here on; each backend re-arms the
+  // timer for itself (BackendChild). A sampler that cannot start fails the
+  // run: a profile with holes would mislead.
+  void StartSampling() {
+    absl::StatusOr<internal::SampleSlots> created = internal::SampleSlots::Create(nslots);
+    absl::Status s = created.status();
+    if (s.ok()) {
+      sample_slots.emplace(*std::move(created));
+      profiling::SetSampleTag(kSampleTagPostmaster);
+      s = profiling::Sampler::Start(*sampler, sample_slots->Postmaster());
+    }
+    if (!s.ok()) {
+      std::fprintf(stderr, "backendlab postmaster: cannot sample: %s\n", std::string(s.message()).c_str());
+      unlink(socket_path.c_str());
+      rmdir(dir.c_str());
+      _exit(1);
+    }
   }
 
   void KillAndReapAll() {
@@ -371,13 +412,7 @@ class ClientLoop {
   // Reads one message from the postmaster; false at EOF.
   bool DrainOne() {
     Message m;
-    size_t got = 0;
-    while (got < sizeof m) {
-      const ssize_t r = read(results_fd_, reinterpret_cast<char*>(&m) + got, sizeof m - got);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return false;
-      got += static_cast<size_t>(r);
-    }
+    if (internal::ReadAll(results_fd_, &m, sizeof m) != static_cast<ssize_t>(sizeof m)) return false;
     if (m.type == Message::kBaselineFork) {
       result_.baseline_fork_ns.push_back(m.value);
     } else if (m.record.sequence >= options_.warmup) {
@@ -457,6 +492,52 @@ class SigintScope {
   struct sigaction old_ {};
 };
 
+// The tool profiling itself while it runs backends in-process: one buffer in
+// private memory, the sampler stopped before the result is read.
+class InprocSampling {
+ public:
+  static constexpr uint32_t kCapacity = 1 << 17;  // over two minutes of CPU at 1 kHz
+
+  explicit InprocSampling(const std::optional<profiling::SamplerOptions>& options) : options_(options) {}
+  InprocSampling(const InprocSampling&) = delete;
+  InprocSampling& operator=(const InprocSampling&) = delete;
+  ~InprocSampling() {
+    if (started_) profiling::Sampler::Stop();
+    if (memory_ != nullptr) munmap(memory_, bytes_);
+  }
+
+  absl::Status Start() {
+    if (!options_) return absl::OkStatus();
+    bytes_ = profiling::SampleBuffer::BytesFor(kCapacity);
+    memory_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (memory_ == MAP_FAILED) {
+      memory_ = nullptr;
+      return Errno("mmap of the sample buffer");
+    }
+    buffer_ = profiling::SampleBuffer::Init(memory_, kCapacity);
+    profiling::SetSampleTag(kSampleTagClient);
+    absl::Status s = profiling::Sampler::Start(*options_, buffer_);
+    started_ = s.ok();
+    return s;
+  }
+
+  void Finish(CycleResult& result) {
+    if (!started_) return;
+    profiling::Sampler::Stop();
+    started_ = false;
+    result.samples = profiling::CopySamples(*buffer_);
+    result.samples_dropped = static_cast<int64_t>(buffer_->dropped.load());
+    result.samples_truncated = static_cast<int64_t>(buffer_->truncated.load());
+  }
+
+ private:
+  const std::optional<profiling::SamplerOptions>& options_;
+  void* memory_ = nullptr;
+  size_t bytes_ = 0;
+  profiling::SampleBuffer* buffer_ = nullptr;
+  bool started_ = false;
+};
+
 absl::StatusOr<CycleResult> RunInproc(const CycleOptions& options, const BackendEnvironment& env) {
   CycleResult result;
   result.syscalls = options.backend.count_syscalls ? profiling::SyscallCounter::Availability()
@@ -467,6 +548,7 @@ absl::StatusOr<CycleResult> RunInproc(const CycleOptions& options, const Backend
     }
   };
   baseline();
+  InprocSampling sampling(options.sampler);
   int64_t start = 0;
   const int64_t total = options.warmup + options.connections;
   for (int64_t seq = 0; options.connections == 0 || seq < total; ++seq) {
@@ -474,12 +556,16 @@ absl::StatusOr<CycleResult> RunInproc(const CycleOptions& options, const Backend
       result.interrupted = true;
       break;
     }
-    if (seq == options.warmup) start = profiling::NowNs();
+    if (seq == options.warmup) {
+      if (absl::Status s = sampling.Start(); !s.ok()) return s;
+      start = profiling::NowNs();
+    }
     if (options.connections == 0 && seq > options.warmup && profiling::NowNs() - start >= options.duration_ms * 1'000'000) break;
     BackendRecord record;
     record.sequence = seq;
     record.accept_ns = record.child_start_ns = profiling::NowNs();
     if (absl::Status s = RunBackend(env, -1, record); !s.ok()) return s;
+    profiling::SetSampleTag(kSampleTagClient);
     record.exit_ns = record.reaped_ns = profiling::NowNs();
     record.outcome = BackendOutcome::kExited;
     if (seq >= options.warmup) {
@@ -490,6 +576,7 @@ absl::StatusOr<CycleResult> RunInproc(const CycleOptions& options, const Backend
     if (options.progress && seq % 100 == 0) options.progress(absl::StrCat("cycle: ", seq, " backends (inproc)"));
   }
   result.wall_ns = profiling::NowNs() - start;
+  sampling.Finish(result);
   baseline();
   return result;
 }
@@ -522,10 +609,29 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
     remove_files();
     return s;
   }
+  // Samples travel through a file nobody else can open: unlinked at once, so
+  // it is gone with its last descriptor whatever happens.
+  int samples_fd = -1;
+  if (options.sampler) {
+    const std::string samples_path = dir + "/samples";
+    samples_fd = open(samples_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (samples_fd < 0) {
+      absl::Status s = Errno(absl::StrCat("cannot create ", samples_path));
+      close(listen_fd);
+      remove_files();
+      return s;
+    }
+    unlink(samples_path.c_str());
+  }
+  auto close_samples = [&] {
+    if (samples_fd >= 0) close(samples_fd);
+    samples_fd = -1;
+  };
   int control[2], results[2];
   if (pipe2(control, O_CLOEXEC) != 0) {
     absl::Status s = Errno("pipe");
     close(listen_fd);
+    close_samples();
     remove_files();
     return s;
   }
@@ -534,6 +640,7 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
     close(control[0]);
     close(control[1]);
     close(listen_fd);
+    close_samples();
     remove_files();
     return s;
   }
@@ -548,6 +655,8 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
     pm.control_fd = control[0];
     pm.results_fd = results[1];
     pm.baseline_forks = options.baseline_forks;
+    pm.samples_fd = samples_fd;
+    pm.sampler = options.sampler;
     pm.socket_path = socket_path;
     pm.dir = dir;
     // Backends that have exited but are not reaped yet still hold a slot.
@@ -561,9 +670,11 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
     absl::Status s = Errno("cannot fork the postmaster");
     close(control[1]);
     close(results[0]);
+    close_samples();
     remove_files();
     return s;
   }
+  result.postmaster_pid = postmaster;
   ClientLoop clients(options, socket_path, results[0], result);
   clients.Run();
   close(control[1]);  // stop: the postmaster reaps its backends and exits
@@ -575,11 +686,24 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
   while ((waited = waitpid(postmaster, &status, 0)) < 0 && errno == EINTR) {
   }
   remove_files();  // in case the postmaster died before it could
-  if (waited < 0) return Errno("waitpid(postmaster)");
+  if (waited < 0) {
+    close_samples();
+    return Errno("waitpid(postmaster)");
+  }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || result.postmaster_gone) {
+    close_samples();
     return absl::InternalError(absl::StrCat(
         "the postmaster died (", WIFSIGNALED(status) ? absl::StrCat("signal ", WTERMSIG(status)) : absl::StrCat("status ", WEXITSTATUS(status)),
         ")"));
+  }
+  if (samples_fd >= 0) {
+    internal::SampleHarvest harvest;
+    absl::Status read = internal::ReadSampleChunks(samples_fd, options.warmup, harvest);
+    close_samples();
+    if (!read.ok()) return read;
+    result.samples = std::move(harvest.samples);
+    result.samples_dropped = harvest.dropped;
+    result.samples_truncated = harvest.truncated;
   }
   return result;
 }
@@ -619,7 +743,13 @@ absl::StatusOr<CycleResult> RunCycle(const CycleOptions& options) {
   absl::StatusOr<BackendEnvironment> env = PrepareBackendEnvironment(options.backend, &*pool);
   if (!env.ok()) return env.status();
   SigintScope sigint;
-  return options.mode == Mode::kFork ? RunForked(options, *env) : RunInproc(options, *env);
+  absl::StatusOr<CycleResult> result = options.mode == Mode::kFork ? RunForked(options, *env) : RunInproc(options, *env);
+  if (result.ok()) {
+    for (profiling::PerfEvent event : options.backend.counters) {
+      if (absl::Status s = profiling::PerfEventAvailability(event); !s.ok()) result->counters_unavailable.push_back(s);
+    }
+  }
+  return result;
 }
 
 }  // namespace backendlab::lifecycle

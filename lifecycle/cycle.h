@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "lifecycle/backend.h"
 #include "lifecycle/backend_record.h"
+#include "profiling/sampler.h"
 
 namespace backendlab::lifecycle {
 
@@ -30,6 +32,10 @@ struct CycleOptions {
   int64_t duration_ms = 0;
   int64_t warmup = 20;        // connections run first and left out of every figure
   int baseline_forks = 100;   // bare fork+_exit+waitpid cycles, before and after the run
+  // Profile the measured part of the run: the postmaster and every measured
+  // backend (fork mode) or this process (inproc), samples tagged with
+  // SampleTagName()s. Unset: no timer, no handler, nothing to pay.
+  std::optional<profiling::SamplerOptions> sampler;
   // Called now and then with a one-line status (for a progress line).
   std::function<void(const std::string&)> progress;
 };
@@ -42,10 +48,19 @@ struct CycleResult {
   int64_t wall_ns = 0;                     // the measured part of the run
   std::vector<int64_t> baseline_fork_ns;   // bare fork+exit+wait, same process as the forks
   absl::Status syscalls = absl::OkStatus();  // why syscall counts are missing, if they are
+  std::vector<absl::Status> counters_unavailable;  // why each missing --counters event is missing
   bool interrupted = false;                // SIGINT arrived: the run stopped early, cleanly
   bool postmaster_gone = false;            // it stopped talking before being told to stop
   std::vector<BackendRecord> warmup_records_failed;  // warm-up backends that crashed: not figures, still failures
   std::string socket_dir;                  // where the socket was (gone when this returns)
+  // With options.sampler: the samples of the measured backends and of the
+  // postmaster (warm-up backends left out), unsymbolized.
+  std::vector<profiling::RawSample> samples;
+  int64_t samples_dropped = 0;    // samples lost to a full buffer
+  int64_t samples_truncated = 0;  // samples whose stack was cut at profiling::kMaxFrames
+  // Fork mode: the postmaster's pid, to tell its samples (its fork() calls
+  // are tagged `fork`) from the backends'.
+  int32_t postmaster_pid = 0;
 };
 
 // Runs the loop. Usage errors are InvalidArgument; a run that cannot set up

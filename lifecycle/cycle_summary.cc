@@ -7,6 +7,7 @@ CycleSummary Summarize(const CycleResult& result) {
   CycleSummary s;
   for (Phase p : kAllPhases) {
     std::vector<double> wall, cpu, minor, major, sys;
+    std::array<std::vector<double>, kNumPerfEvents> events;
     for (const BackendRecord& r : result.records) {
       if (!r.Done(p)) continue;
       const PhaseCounters& c = r.phase[static_cast<int>(p)];
@@ -15,6 +16,9 @@ CycleSummary Summarize(const CycleResult& result) {
       minor.push_back(static_cast<double>(c.minor_faults));
       major.push_back(static_cast<double>(c.major_faults));
       if (c.syscalls >= 0) sys.push_back(static_cast<double>(c.syscalls));
+      for (int e = 0; e < kNumPerfEvents; ++e) {
+        if (c.events[e] >= 0) events[static_cast<size_t>(e)].push_back(static_cast<double>(c.events[e]));
+      }
     }
     PhaseStats& ps = s.phases[static_cast<int>(p)];
     ps.wall_us = profiling::Summarize(wall);
@@ -22,6 +26,10 @@ CycleSummary Summarize(const CycleResult& result) {
     ps.minor_faults = profiling::Summarize(minor).median;
     ps.major_faults = profiling::Summarize(major).median;
     ps.syscalls = sys.empty() ? -1 : profiling::Summarize(sys).median;
+    for (int e = 0; e < kNumPerfEvents; ++e) {
+      const std::vector<double>& v = events[static_cast<size_t>(e)];
+      ps.events[static_cast<size_t>(e)] = v.empty() ? -1 : profiling::Summarize(v).median;
+    }
   }
   std::vector<double> wait, life, connect, forks;
   for (const BackendRecord& r : result.records) {

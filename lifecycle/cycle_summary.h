@@ -17,6 +17,8 @@ struct PhaseStats {
   double minor_faults = 0;
   double major_faults = 0;
   double syscalls = -1;        // -1: not counted
+  std::array<double, kNumPerfEvents> events;  // medians by PerfEvent; -1: not counted
+  PhaseStats() { events.fill(-1); }
 };
 
 struct CycleSummary {

@@ -35,6 +35,7 @@ constexpr FlagSpec kFlags[] = {
     {"work-pins", "20", "pin+unpin pairs per backend"},
     {"work-lookups", "100", "catcache lookups per backend"},
     {"syscalls", "off", "count syscalls per phase (perf tracepoint; slows every backend's start): on or off"},
+    {"counters", "", "perf events per phase, e.g. task-clock,context-switches,cycles (or sw, hw, all); each slows every backend's start"},
     {"leak-pins", "0", "plant a bug: pins each backend never releases"},
     {"kill-backend", "-1", "fault injection (fork mode): the backend of this connection number SIGKILLs itself"},
     {"json", "", "also write the results as JSON to this file"},
@@ -44,6 +45,8 @@ constexpr FlagSpec kFlags[] = {
 std::string Us(double v) { return v < 0 ? "-" : absl::StrFormat(v >= 100 ? "%.0f" : "%.1f", v); }
 
 }  // namespace
+
+std::span<const FlagSpec> CycleFlagSpecs() { return kFlags; }
 
 std::string CycleUsage() {
   return absl::StrCat(
@@ -79,7 +82,7 @@ absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& ou
       "bare fork+exit+wait in the same run: %.1f/s (median of %d) -> this configuration runs at %.2fx of that floor\n\n",
       s.baseline_forks_per_second, static_cast<int>(result->baseline_fork_ns.size()), floor_ratio);
 
-  Report report = PhaseReport(s);
+  Report report = PhaseReport(s, b.counters);
   report.PrintText(out);
   out << absl::StrFormat("(between work and exit_check the backend waited %s us median for the client's terminate)\n",
                          Us(s.wait_us.median));
@@ -87,6 +90,7 @@ absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& ou
                          s.crashed, s.leaks);
   PrintIncidents(*result, out);
   if (b.count_syscalls && !result->syscalls.ok()) out << result->syscalls.message() << "\n";
+  for (const absl::Status& why : result->counters_unavailable) out << why.message() << "\n";
   if (b.exit_check == buffers::ExitCheckPolicy::kAssert && !kAssertChecking) {
     out << "exit-check assert: this build has no assert checking, so the check is compiled out.\n";
   }

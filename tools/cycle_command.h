@@ -8,11 +8,14 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "tools/flags.h"
 
 namespace backendlab::tools {
 
 absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& out);
 std::string CycleUsage();
+// The flags `cycle` takes; `profile` takes them too.
+std::span<const FlagSpec> CycleFlagSpecs();
 absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& out);
 std::string CompareUsage();
 

@@ -1,6 +1,7 @@
 // Flags and reports shared by `cycle` and `compare`.
 #include "tools/cycle_flags.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/numbers.h"
@@ -117,6 +118,11 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
     if (v != "on" && v != "off") return absl::InvalidArgumentError("--syscalls must be on or off");
     b.count_syscalls = v == "on";
   }
+  if (flags.Has("counters")) {
+    absl::StatusOr<std::vector<profiling::PerfEvent>> events = profiling::ParsePerfEventList(flags.Get("counters"));
+    if (!events.ok()) return events.status();
+    b.counters = *std::move(events);
+  }
   if (absl::Status s = lifecycle::ValidateCycleOptions(o); !s.ok()) return s;
   return o;
 }
@@ -152,7 +158,12 @@ nlohmann::json ConfigJson(const lifecycle::CycleOptions& o) {
           {"warmup", o.warmup},
           {"work_pins", b.work_pins},
           {"work_lookups", b.work_lookups},
-          {"leak_pins", b.leak_pins}};
+          {"leak_pins", b.leak_pins},
+          {"counters", [&] {
+             nlohmann::json names = nlohmann::json::array();
+             for (profiling::PerfEvent e : b.counters) names.push_back(profiling::PerfEventName(e));
+             return names;
+           }()}};
 }
 
 nlohmann::json SummaryJson(const lifecycle::CycleSummary& s, const lifecycle::CycleResult& r) {
@@ -172,22 +183,31 @@ nlohmann::json SummaryJson(const lifecycle::CycleSummary& s, const lifecycle::Cy
           {"interrupted", r.interrupted}};
 }
 
-Report PhaseReport(const lifecycle::CycleSummary& s) {
-  Report report({{"phase", "phase"},
-                 {"backends", "backends", 0},
-                 {"median_us", "median us", 1},
-                 {"p99_us", "p99 us", 1},
-                 {"cpu_us", "cpu us", 1},
-                 {"minor_faults", "minor faults", 0},
-                 {"major_faults", "major faults", 0},
-                 {"syscalls", "syscalls", 0}});
+Report PhaseReport(const lifecycle::CycleSummary& s, std::span<const profiling::PerfEvent> counters) {
+  std::vector<Column> columns = {{"phase", "phase"},
+                                 {"backends", "backends", 0},
+                                 {"median_us", "median us", 1},
+                                 {"p99_us", "p99 us", 1},
+                                 {"cpu_us", "cpu us", 1},
+                                 {"minor_faults", "minor faults", 0},
+                                 {"major_faults", "major faults", 0},
+                                 {"syscalls", "syscalls", 0}};
+  std::vector<profiling::PerfEvent> extra;
+  for (profiling::PerfEvent e : counters) {
+    if (e == profiling::PerfEvent::kSyscalls) continue;  // it has its column
+    std::string key(profiling::PerfEventName(e));
+    std::replace(key.begin(), key.end(), '-', '_');
+    columns.push_back({key, std::string(profiling::PerfEventName(e)), 0});
+    extra.push_back(e);
+  }
+  Report report(std::move(columns));
   for (lifecycle::Phase p : lifecycle::kAllPhases) {
     const lifecycle::PhaseStats& ps = s.phases[static_cast<int>(p)];
     std::vector<Cell> row;
     row.emplace_back(std::in_place_type<std::string>, lifecycle::PhaseName(p));
     row.push_back(static_cast<int64_t>(ps.wall_us.count));
     if (ps.wall_us.count == 0) {
-      for (int i = 0; i < 6; ++i) row.push_back(std::monostate{});
+      for (size_t i = 0; i < 6 + extra.size(); ++i) row.push_back(std::monostate{});
     } else {
       row.push_back(ps.wall_us.median);
       row.push_back(ps.wall_us.p99);
@@ -195,6 +215,10 @@ Report PhaseReport(const lifecycle::CycleSummary& s) {
       row.push_back(ps.minor_faults);
       row.push_back(ps.major_faults);
       row.push_back(ps.syscalls < 0 ? Cell(std::monostate{}) : Cell(ps.syscalls));
+      for (profiling::PerfEvent e : extra) {
+        const double v = ps.events[static_cast<size_t>(e)];
+        row.push_back(v < 0 ? Cell(std::monostate{}) : Cell(v));
+      }
     }
     report.AddRow(std::move(row));
   }

@@ -3,12 +3,14 @@
 #define BACKENDLAB_TOOLS_CYCLE_FLAGS_H_
 
 #include <ostream>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
 #include "lifecycle/cycle.h"
 #include "lifecycle/cycle_summary.h"
+#include "profiling/perf_events.h"
 #include "nlohmann/json.hpp"
 #include "tools/flags.h"
 #include "tools/report.h"
@@ -29,8 +31,9 @@ std::string ConfigLine(const lifecycle::CycleOptions& options, bool with_configu
 nlohmann::json ConfigJson(const lifecycle::CycleOptions& options);
 nlohmann::json SummaryJson(const lifecycle::CycleSummary& s, const lifecycle::CycleResult& result);
 
-// One row per phase: median and p99 us, CPU, faults, syscalls.
-Report PhaseReport(const lifecycle::CycleSummary& s);
+// One row per phase: median and p99 us, CPU, faults, syscalls, and a column
+// per --counters event (medians; empty where the kernel refused it).
+Report PhaseReport(const lifecycle::CycleSummary& s, std::span<const profiling::PerfEvent> counters = {});
 
 // Crashed backends (warm-up ones included) and leak warnings, one line each
 // (the first few).

@@ -47,31 +47,15 @@ int CountLinesContaining(const std::string& text, const std::string& part) {
 // Each test gets a private directory for the child's output, and in it a
 // private TMPDIR for the tool's socket directory, which must be empty again
 // after every run (passed, failed or interrupted).
-class CycleCliTest : public test_util::TempDirTest {
+class CycleCliTest : public test_util::PrivateTmpdirTest {
  protected:
-  void SetUp() override {
-    TempDirTest::SetUp();
-    tmpdir_ = dir_ + "/tmp";
-    ASSERT_TRUE(std::filesystem::create_directory(tmpdir_));
-    tmpdir_env_.emplace("TMPDIR", tmpdir_);
-  }
-  void TearDown() override {
-    tmpdir_env_.reset();
-    TempDirTest::TearDown();
-  }
-
   RunResult Run(const std::vector<std::string>& args) {
     std::vector<std::string> argv = {BACKENDLAB_CLI_PATH};
     argv.insert(argv.end(), args.begin(), args.end());
     return test_util::RunProgram(std::move(argv), dir_);
   }
 
-  void ExpectTmpdirEmpty() {
-    EXPECT_TRUE(std::filesystem::is_empty(tmpdir_)) << "the tool left files in its TMPDIR " << tmpdir_;
-  }
-
-  std::string tmpdir_;
-  std::optional<test_util::ScopedEnv> tmpdir_env_;
+  void ExpectTmpdirEmpty() { EXPECT_TRUE(TmpdirIsEmpty()) << "the tool left files in its TMPDIR " << tmpdir_; }
 };
 
 // Small settings for the flags a bad-input case does not set, so that a bad
@@ -159,6 +143,8 @@ std::vector<BadInput> BadInputs() {
            {"--kill-backend=-2"},
            {"--mode=inproc", "--kill-backend=1"},
            {"--layout=hash", "--layout=array"},
+           {"--counters=cycles,bogus"},
+           {"--counters=task-clock,,cycles"},
        }) {
     all.push_back({"cycle", args});
   }

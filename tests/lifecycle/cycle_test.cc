@@ -74,28 +74,16 @@ std::string LayoutParamName(const testing::TestParamInfo<Layout>& info) {
 
 constexpr Layout kLayouts[] = {Layout::kArray, Layout::kBytes, Layout::kHash};
 
-// Each test gets a private TMPDIR, so that a socket directory left behind is
-// seen (the directory must be empty after every run) and parallel tests never
-// share one.
-class CycleTest : public test_util::TempDirTest {
+// Each test gets a private TMPDIR (PrivateTmpdirTest), so that a socket
+// directory left behind is seen and parallel tests never share one.
+class CycleTest : public test_util::PrivateTmpdirTest {
  protected:
-  void SetUp() override {
-    TempDirTest::SetUp();
-    tmpdir_env_.emplace("TMPDIR", dir_);
-  }
-  void TearDown() override {
-    tmpdir_env_.reset();
-    TempDirTest::TearDown();
-  }
-
   // What every run must leave behind, failed or not: no child (running or
   // zombie) of this process, and nothing in TMPDIR.
   void ExpectNothingLeft() {
     EXPECT_TRUE(ChildrenOf(getpid()).empty()) << "a child of the test process survived the run";
-    EXPECT_TRUE(IsEmptyDir(dir_)) << "files left in " << dir_;
+    EXPECT_TRUE(IsEmptyDir(tmpdir_)) << "files left in " << tmpdir_;
   }
-
-  std::optional<test_util::ScopedEnv> tmpdir_env_;
 };
 
 class CycleLayoutTest : public CycleTest, public testing::WithParamInterface<Layout> {};
@@ -271,7 +259,7 @@ TEST_F(CycleTest, NoChildAndNoSocketDirectoryAfterARun) {
   absl::StatusOr<CycleResult> result = RunCycle(o);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->socket_dir.empty());
-  EXPECT_EQ(result->socket_dir.rfind(dir_ + "/", 0), 0u) << result->socket_dir << " is not under TMPDIR " << dir_;
+  EXPECT_EQ(result->socket_dir.rfind(tmpdir_ + "/", 0), 0u) << result->socket_dir << " is not under TMPDIR " << tmpdir_;
   EXPECT_FALSE(std::filesystem::exists(result->socket_dir));
   ExpectNothingLeft();
 }
@@ -322,7 +310,7 @@ TEST_F(CycleTest, NoChildAndNoFilesAfterAnUnusableTmpdir) {
 TEST_F(CycleTest, NoChildAndNoFilesWhenTheSocketPathIsTooLong) {
   // The directory can be made but the socket in it cannot be bound: sun_path
   // holds 108 bytes.
-  const std::string deep = dir_ + "/" + std::string(100, 'd');
+  const std::string deep = tmpdir_ + "/" + std::string(100, 'd');
   ASSERT_TRUE(std::filesystem::create_directory(deep));
   setenv("TMPDIR", deep.c_str(), 1);
   absl::StatusOr<CycleResult> result = RunCycle(SmallOptions(Mode::kFork, Layout::kHash, 10));

@@ -50,6 +50,28 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
+// A TempDirTest whose TMPDIR is tmpdir_, a fresh directory inside dir_: what
+// a run leaves behind (a socket directory, a sample file) is seen there, and
+// parallel tests never share one. dir_ itself is free for the test's files.
+class PrivateTmpdirTest : public TempDirTest {
+ protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    tmpdir_ = dir_ + "/tmp";
+    ASSERT_TRUE(std::filesystem::create_directory(tmpdir_));
+    tmpdir_env_.emplace("TMPDIR", tmpdir_);
+  }
+  void TearDown() override {
+    tmpdir_env_.reset();
+    TempDirTest::TearDown();
+  }
+
+  bool TmpdirIsEmpty() const { return std::filesystem::is_empty(tmpdir_); }
+
+  std::string tmpdir_;
+  std::optional<ScopedEnv> tmpdir_env_;
+};
+
 }  // namespace backendlab::test_util
 
 #endif  // BACKENDLAB_TESTS_TEST_UTIL_TEMP_DIR_H_
