@@ -10,6 +10,7 @@
 #include "tools/catcache_command.h"
 #include "tools/cycle_command.h"
 #include "tools/layouts_command.h"
+#include "tools/profile_command.h"
 
 namespace {
 
@@ -25,6 +26,8 @@ constexpr Command kCommands[] = {
      backendlab::tools::RunCompareCommand, backendlab::tools::CompareUsage},
     {"cycle", "connect/disconnect loops against one configuration, phase by phase",
      backendlab::tools::RunCycleCommand, backendlab::tools::CycleUsage},
+    {"profile", "call graphs of one configuration: sampler that follows backends, flame graphs, perf",
+     backendlab::tools::RunProfileCommand, backendlab::tools::ProfileUsage},
     {"layouts", "compare the PrivateRefCount layouts (array, bytes, hash)",
      backendlab::tools::RunLayoutsCommand, backendlab::tools::LayoutsUsage},
     {"catcache", "compare the catalog-cache bucket strategies (palloc0, bss, expansible, mmap)",
