@@ -181,6 +181,9 @@ absl::StatusOr<BackendEnvironment> PrepareBackendEnvironment(const BackendConfig
   env.pool = pool;
   env.counter_events = config.counters;
   if (config.count_syscalls) env.counter_events.push_back(profiling::PerfEvent::kSyscalls);
+  // Probed here, once: every backend inherits the answers, so a refused event
+  // costs a backend no failing perf_event_open in the phase being measured.
+  for (profiling::PerfEvent event : env.counter_events) (void)profiling::PerfEventAvailability(event);
   return env;
 }
 

@@ -40,9 +40,9 @@ constexpr Mode kAllModes[] = {Mode::kFork, Mode::kInproc};
 // Messages from the postmaster to the tool, one write() each (< PIPE_BUF, so
 // never interleaved or torn).
 struct Message {
-  enum Type : int32_t { kBackend = 1, kBaselineFork = 2 } type;
+  enum Type : int32_t { kBackend = 1, kBaselineFork = 2, kSamplesLost = 3 } type;
   int32_t unused = 0;
-  int64_t value = 0;  // kBaselineFork: ns of one bare fork+exit+wait
+  int64_t value = 0;  // kBaselineFork: ns of one bare fork+exit+wait; kSamplesLost: how many
   BackendRecord record;
 };
 static_assert(sizeof(Message) <= PIPE_BUF, "a message must be written atomically");
@@ -93,8 +93,10 @@ struct Postmaster {
   int results_fd = -1;
   int samples_fd = -1;  // with a sampler: where reaped backends' samples go
   int baseline_forks = 0;
+  int64_t warmup = 0;  // backends before this sequence number are warm-up
   std::optional<profiling::SamplerOptions> sampler;
   std::optional<internal::SampleSlots> sample_slots;
+  int64_t samples_lost = 0;  // after a failed write to samples_fd
   std::string socket_path, dir;
 
   BackendRecord* slots = nullptr;  // shared with the backends
@@ -167,6 +169,9 @@ struct Postmaster {
     const profiling::ResourceSample before = profiling::SampleSelf();
     postmaster_pid = getpid();
     if (sample_slots) {
+      // The postmaster's own samples count from the first measured backend's
+      // fork on, like every other figure; a backend's slot is emptied for it.
+      if (record.sequence == warmup) profiling::Sampler::SetBuffer(sample_slots->Postmaster());
       sample_slots->Backend(slot)->Reset();
       profiling::SetSampleTag(static_cast<int32_t>(Phase::kFork));  // fork() is the fork phase's start
     }
@@ -228,9 +233,7 @@ struct Postmaster {
         p.major_faults = std::max<int64_t>(0, usage.ru_majflt - r.exit_major_faults);
         r.phases_done |= 1u << static_cast<int>(Phase::kReap);
       }
-      if (sample_slots && !internal::AppendSampleChunk(samples_fd, r.sequence, *sample_slots->Backend(slot))) {
-        std::fprintf(stderr, "backendlab postmaster: writing samples: %s\n", std::strerror(errno));
-      }
+      if (sample_slots) AppendSamples(r.sequence, *sample_slots->Backend(slot));
       slot_used[slot] = false;
       Send(m);
     }
@@ -293,17 +296,36 @@ struct Postmaster {
       }
       Reap();
     }
-    SendBaseline();
-    if (sample_slots) {
+    if (sample_slots) {  // before the closing bare forks: they are not the run
       profiling::Sampler::Stop();
-      if (!internal::AppendSampleChunk(samples_fd, -1, *sample_slots->Postmaster())) {
-        std::fprintf(stderr, "backendlab postmaster: writing samples: %s\n", std::strerror(errno));
-      }
+      AppendSamples(-1, *sample_slots->Postmaster());
     }
+    if (samples_lost > 0) {
+      Message m{};
+      m.type = Message::kSamplesLost;
+      m.value = samples_lost;
+      Send(m);
+    }
+    SendBaseline();
     if (results_fd >= 0) close(results_fd);
     unlink(socket_path.c_str());
     rmdir(dir.c_str());
     _exit(0);
+  }
+
+  // Appends a process's samples to the run's sample file. After a failed
+  // write (a full disk) the file is cut back to its last whole chunk and no
+  // more is written: the tool gets every sample before, and the count lost.
+  void AppendSamples(int64_t sequence, const profiling::SampleBuffer& buffer) {
+    if (samples_fd < 0) return;
+    if (samples_lost > 0) {
+      samples_lost += buffer.size();
+      return;
+    }
+    if (!internal::AppendSampleChunk(samples_fd, sequence, buffer)) {
+      std::fprintf(stderr, "backendlab postmaster: writing samples: %s; no more samples are kept\n", std::strerror(errno));
+      samples_lost += std::max<uint32_t>(1, buffer.size());
+    }
   }
 
   // The postmaster samples itself from here on; each backend re-arms the
@@ -316,6 +338,7 @@ struct Postmaster {
       sample_slots.emplace(*std::move(created));
       profiling::SetSampleTag(kSampleTagPostmaster);
       s = profiling::Sampler::Start(*sampler, sample_slots->Postmaster());
+      profiling::Sampler::SetBuffer(nullptr);  // until the first measured backend (Accept)
     }
     if (!s.ok()) {
       std::fprintf(stderr, "backendlab postmaster: cannot sample: %s\n", std::string(s.message()).c_str());
@@ -415,6 +438,8 @@ class ClientLoop {
     if (internal::ReadAll(results_fd_, &m, sizeof m) != static_cast<ssize_t>(sizeof m)) return false;
     if (m.type == Message::kBaselineFork) {
       result_.baseline_fork_ns.push_back(m.value);
+    } else if (m.type == Message::kSamplesLost) {
+      result_.samples_dropped += m.value;
     } else if (m.record.sequence >= options_.warmup) {
       result_.records.push_back(m.record);
     } else if (m.record.outcome != BackendOutcome::kExited) {
@@ -657,6 +682,7 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
     pm.baseline_forks = options.baseline_forks;
     pm.samples_fd = samples_fd;
     pm.sampler = options.sampler;
+    pm.warmup = options.warmup;
     pm.socket_path = socket_path;
     pm.dir = dir;
     // Backends that have exited but are not reaped yet still hold a slot.
@@ -698,11 +724,10 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
   }
   if (samples_fd >= 0) {
     internal::SampleHarvest harvest;
-    absl::Status read = internal::ReadSampleChunks(samples_fd, options.warmup, harvest);
+    result.samples_status = internal::ReadSampleChunks(samples_fd, options.warmup, harvest);
     close_samples();
-    if (!read.ok()) return read;
     result.samples = std::move(harvest.samples);
-    result.samples_dropped = harvest.dropped;
+    result.samples_dropped += harvest.dropped;  // beside any the postmaster could not write
     result.samples_truncated = harvest.truncated;
   }
   return result;

@@ -58,6 +58,7 @@ struct CycleResult {
   std::vector<profiling::RawSample> samples;
   int64_t samples_dropped = 0;    // samples lost to a full buffer
   int64_t samples_truncated = 0;  // samples whose stack was cut at profiling::kMaxFrames
+  absl::Status samples_status = absl::OkStatus();  // not OK: the sample file was damaged; `samples` holds what was read
   // Fork mode: the postmaster's pid, to tell its samples (its fork() calls
   // are tagged `fork`) from the backends'.
   int32_t postmaster_pid = 0;

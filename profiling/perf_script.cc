@@ -84,7 +84,10 @@ Frame FrameOf(std::string_view frame_line) {
   // parentheses of their own, so search from the end.
   std::string_view dso;
   if (!rest.empty() && rest.back() == ')') {
-    const size_t open = rest.front() == '(' ? 0 : rest.rfind(" (");
+    // "(anonymous namespace)::F+0x1d (/bin/x)" starts with '(' too: only a
+    // line with no " (" is a dso alone.
+    size_t open = rest.rfind(" (");
+    if (open == std::string_view::npos && rest.front() == '(') open = 0;
     if (open != std::string_view::npos) {
       const size_t dso_start = open == 0 ? 1 : open + 2;
       dso = rest.substr(dso_start, rest.size() - dso_start - 1);

@@ -34,11 +34,14 @@ std::atomic<SampleBuffer*> g_buffer{nullptr};
 std::atomic<int32_t> g_tag{0};
 int32_t g_pid = 0;
 Unwinder g_unwinder = Unwinder::kLibunwind;
-uintptr_t g_stack_high = 0;  // the sampled thread's stack top, for the frame-pointer walk
+// The sampled thread's stack, for the frame-pointer walk: [low, high).
+uintptr_t g_stack_low = 0;
+uintptr_t g_stack_high = 0;
 
 // State of the controlling functions.
 bool g_started = false;
 bool g_timer_armed = false;
+pid_t g_timer_pid = 0;  // the process whose timer g_timer is (fork copies the id, not the timer)
 timer_t g_timer{};
 SamplerOptions g_options;
 struct sigaction g_old_action {};
@@ -57,6 +60,9 @@ __attribute__((no_sanitize("address"))) int WalkFramePointers(const ucontext_t& 
   uintptr_t fp = static_cast<uintptr_t>(uc.uc_mcontext.gregs[REG_RBP]);
   int n = 0;
   out[n++] = static_cast<uintptr_t>(uc.uc_mcontext.gregs[REG_RIP]);
+  // Interrupted on another stack (a sigaltstack, another thread's): [sp,
+  // high) would span unmapped memory, so the leaf alone.
+  if (sp < g_stack_low || sp >= g_stack_high) return n;
   while (fp >= sp && fp % sizeof(uintptr_t) == 0 && fp + 2 * sizeof(uintptr_t) <= g_stack_high) {
     const uintptr_t* frame = reinterpret_cast<const uintptr_t*>(fp);
     const uintptr_t next = frame[0];
@@ -141,17 +147,23 @@ absl::Status ArmTimer() {
     return s;
   }
   g_timer_armed = true;
+  g_timer_pid = getpid();
   return absl::OkStatus();
 }
 
-uintptr_t StackHigh() {
+// The calling thread's stack bounds; both 0 (no frame-pointer walk beyond
+// the leaf) if they cannot be had.
+void FindStack() {
+  g_stack_low = g_stack_high = 0;
   pthread_attr_t attr;
-  if (pthread_getattr_np(pthread_self(), &attr) != 0) return 0;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
   void* low = nullptr;
   size_t size = 0;
-  pthread_attr_getstack(&attr, &low, &size);
+  if (pthread_attr_getstack(&attr, &low, &size) == 0) {
+    g_stack_low = reinterpret_cast<uintptr_t>(low);
+    g_stack_high = g_stack_low + size;
+  }
   pthread_attr_destroy(&attr);
-  return reinterpret_cast<uintptr_t>(low) + size;
 }
 
 }  // namespace
@@ -193,9 +205,10 @@ absl::Status Sampler::Start(const SamplerOptions& options, SampleBuffer* buffer)
   }
   g_options = options;
   g_unwinder = options.unwinder;
-  g_stack_high = StackHigh();
   // The first unw_backtrace initialises libunwind (a lock, allocation, reading
   // the unwind tables of every loaded object): do it here, not in the handler.
+  // Per-thread caching keeps the handler off libunwind's global cache lock.
+  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   std::array<void*, 4> warm;
   unw_backtrace(warm.data(), static_cast<int>(warm.size()));
 
@@ -215,7 +228,11 @@ absl::Status Sampler::Start(const SamplerOptions& options, SampleBuffer* buffer)
 absl::Status Sampler::RestartAfterFork(SampleBuffer* buffer) {
   if (!g_started) return absl::FailedPreconditionError("the sampler was not started");
   g_pid = getpid();
+  if (g_timer_armed && g_timer_pid == g_pid) {  // not a fork after all: replace our own timer
+    timer_delete(g_timer);
+  }
   g_timer_armed = false;  // a fork's child has no timer; the parent's id is not ours
+  FindStack();  // a child forked from another thread runs on that thread's stack
   g_buffer.store(buffer, std::memory_order_release);
   return ArmTimer();
 }
@@ -226,7 +243,7 @@ void Sampler::Stop() {
   sigemptyset(&prof);
   sigaddset(&prof, SIGPROF);
   pthread_sigmask(SIG_BLOCK, &prof, &old);
-  if (g_timer_armed) timer_delete(g_timer);
+  if (g_timer_armed && g_timer_pid == getpid()) timer_delete(g_timer);  // a parent's id may name a timer of ours
   g_timer_armed = false;
   // A signal the timer raised before it was deleted may be pending: take it
   // now, or the restored disposition (SIGPROF's default terminates) gets it.

@@ -32,7 +32,8 @@ struct RawSample {
 };
 
 // A fixed-capacity array of samples in caller-provided memory, filled by one
-// process's handler and read by any process that maps the same memory. Writes
+// process's handler (one writer: `committed` assumes it) and read by any
+// process that maps the same memory. Writes
 // reserve a slot with an atomic increment and publish it with a release store
 // of `committed`, so a reader sees only whole samples, and a process that dies
 // in the middle of one loses that one only.
@@ -81,14 +82,24 @@ struct SamplerOptions {
 // The profiler of the calling process. One per process; all functions but the
 // handler run outside signal context and are not thread-safe with each other.
 // The process is expected to have one thread doing the work: the timer signals
-// the thread that called Start/RestartAfterFork.
+// the thread that called Start/RestartAfterFork, and Stop must be called on
+// that thread (it is what makes "no handler is running" true when it returns).
 //
-// The SIGPROF handler, for reference of what runs in signal context: it saves
-// errno, loads the buffer pointer and the tag (relaxed atomics), reserves a
-// slot with one atomic fetch_add, unwinds into the slot (unw_backtrace, whose
-// caches were warmed by Start, or a bounds-checked frame-pointer walk), and
-// publishes it with a release store. It allocates nothing, takes no lock and
-// makes no system call. It is not re-entrant; SIGPROF is blocked while it runs.
+// What runs in signal context, the SIGPROF handler: it saves errno, loads the
+// buffer pointer and the tag (atomics), reserves a slot with one atomic
+// fetch_add, unwinds into the slot and publishes it with a release store. It
+// is not re-entrant; SIGPROF is blocked while it runs. It allocates nothing
+// and takes no lock of its own. What the unwinding calls depends on the
+// unwinder:
+//   - fp: loads from the interrupted thread's stack, each bounds-checked;
+//     nothing else (no call, no lock, no system call).
+//   - libunwind: unw_backtrace. For a return address libunwind has not seen
+//     in this process it reads the unwind tables: dl_iterate_phdr (glibc's
+//     loader lock, recursive) inside a sigprocmask pair (two system calls).
+//     So nothing may dlopen/dlclose while libunwind sampling runs, and a
+//     process that has just forked pays for its first unwinds (README).
+// Each signal also costs the process an rt_sigreturn, which a syscall
+// counter running at the same time counts.
 class Sampler {
  public:
   // Installs the handler, warms the unwinder (its first call takes a lock and
@@ -102,8 +113,9 @@ class Sampler {
   // child's own). The handler and warmed unwinder are inherited.
   static absl::Status RestartAfterFork(SampleBuffer* buffer);
 
-  // Deletes the timer, waits out a handler that may be running, and restores
-  // the SIGPROF disposition found by Start. Safe to call when not started.
+  // On the sampled thread: deletes this process's timer, takes a signal it
+  // left pending, and restores the SIGPROF disposition found by Start. Safe
+  // to call when not started.
   static void Stop();
 
   static bool Running();

@@ -1,6 +1,8 @@
 // --name=value parsing with known-flag checks.
 #include "tools/flags.h"
 
+#include <algorithm>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -20,7 +22,16 @@ absl::StatusOr<Flags> Flags::Parse(std::span<const std::string> args, std::span<
     bool known = false;
     for (const FlagSpec& spec : specs) known |= spec.name == name;
     if (!known) return absl::InvalidArgumentError(absl::StrCat("unknown flag '--", name, "' (see --help)"));
-    if (eq == std::string::npos) return absl::InvalidArgumentError(absl::StrCat("flag '--", name, "' needs a value (--", name, "=...)"));
+    if (eq == std::string::npos) {
+      // An on/off flag given alone is on: `--perf` for `--perf=on`.
+      const bool on_off = std::any_of(specs.begin(), specs.end(),
+                                      [&](const FlagSpec& s) { return s.name == name && s.default_value == "off"; });
+      if (!on_off) return absl::InvalidArgumentError(absl::StrCat("flag '--", name, "' needs a value (--", name, "=...)"));
+      if (seen[name]) return absl::InvalidArgumentError(absl::StrCat("flag '--", name, "' given twice"));
+      seen[name] = true;
+      flags.values_[name] = "on";
+      continue;
+    }
     if (seen[name]) return absl::InvalidArgumentError(absl::StrCat("flag '--", name, "' given twice"));
     seen[name] = true;
     std::string value = arg.substr(eq + 1);

@@ -23,6 +23,7 @@ struct FlagSpec {
 class Flags {
  public:
   // Every error is InvalidArgument (a usage error: exit 2) naming the flag.
+  // A flag whose default is "off" may be given alone, meaning "on".
   static absl::StatusOr<Flags> Parse(std::span<const std::string> args, std::span<const FlagSpec> specs);
 
   bool Has(std::string_view name) const { return values_.contains(std::string(name)); }

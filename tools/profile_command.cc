@@ -45,7 +45,7 @@ constexpr FlagSpec kProfileFlags[] = {
     {"unwinder", "auto", "fp (frame pointers: cheap; the profile preset), libunwind (DWARF: any build, slower), or auto: fp in a frame-pointer build"},
     {"out", "backendlab-profile", "directory for the folded stacks, flame graphs and summary (created)"},
     {"top", "15", "functions in the top-N tables"},
-    {"perf", "off", "on: also run the workload under perf record -e cpu-clock --call-graph=fp, side by side"},
+    {"perf", "off", "on (or --perf alone): also run the workload under perf record -e cpu-clock --call-graph=fp, side by side"},
 };
 
 std::vector<FlagSpec> AllFlags() {
@@ -54,9 +54,12 @@ std::vector<FlagSpec> AllFlags() {
   return all;
 }
 
+// Whether `arg` is one of profile's own flags (--name=value, or an on/off
+// flag alone), which `cycle` under perf must not be given.
 bool IsProfileFlag(std::string_view arg) {
   for (const FlagSpec& f : kProfileFlags) {
-    if (arg.starts_with(absl::StrCat("--", std::string(f.name), "="))) return true;
+    const std::string flag = absl::StrCat("--", std::string(f.name));
+    if (arg == flag || arg.starts_with(flag + "=")) return true;
   }
   return false;
 }
@@ -189,7 +192,7 @@ absl::StatusOr<PerfRun> RunUnderPerf(std::span<const std::string> args, const st
   absl::StatusOr<std::string> perf = FindInPath("perf");
   if (!perf.ok()) {
     return absl::FailedPreconditionError(
-        "--perf=on: perf is not installed (Debian: apt-get install linux-perf); the built-in profile above stands");
+        "--perf: perf is not installed (Debian: apt-get install linux-perf); the built-in profile above stands");
   }
   std::array<char, 4096> self{};
   if (readlink("/proc/self/exe", self.data(), self.size() - 1) <= 0) {
@@ -286,11 +289,12 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
   if (!top_n.ok()) return top_n.status();
   const std::string perf_flag = flags->Get("perf");
   if (perf_flag != "on" && perf_flag != "off") return absl::InvalidArgumentError("--perf must be on or off");
-  const std::string dir = flags->Get("out");
-  if (dir.empty()) return absl::InvalidArgumentError("--out must name a directory");
+  const std::string dir = flags->Get("out");  // never empty: the parser refuses empty values
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return absl::UnavailableError(absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
   }
+  // Found out now, not after the run: an --out that is a file or not writable.
+  if (absl::Status s = WriteText(dir + "/summary.txt", ""); !s.ok()) return s;
   options->sampler = sampler;
   if (isatty(STDERR_FILENO)) {
     options->progress = [](const std::string& line) { std::fprintf(stderr, "\r%s\033[K", line.c_str()); };
@@ -332,6 +336,7 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
                                 ? "; CPU-time timers fire at most once per kernel tick (CONFIG_HZ)"
                                 : "");
   }
+  if (!result->samples_status.ok()) text << "samples incomplete: " << result->samples_status.message() << "\n";
   text << absl::StrFormat("connections/s while sampled: %.1f (%d measured backends)\n\n", summary.connections_per_second,
                           result->connections);
 
@@ -385,7 +390,9 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
   }
 
   absl::Status perf_status = absl::OkStatus();
-  if (perf_flag == "on") {
+  if (perf_flag == "on" && result->interrupted) {
+    text << "\n--perf: not run (interrupted)\n";
+  } else if (perf_flag == "on") {
     flush();
     absl::StatusOr<PerfRun> perf = RunUnderPerf(args, dir, sampler.frequency_hz, [&](const std::string& line) {
       text << line;
@@ -436,6 +443,7 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
     if (absl::Status s = report.WriteFiles(flags->Get("json"), flags->Get("csv")); !s.ok()) return s;
   }
   if (absl::Status s = RunOutcome(*result, summary); !s.ok()) return s;
+  if (!result->samples_status.ok()) return result->samples_status;
   return perf_status;
 }
 

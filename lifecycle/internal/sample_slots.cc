@@ -62,8 +62,19 @@ bool AppendSampleChunk(int fd, int64_t sequence, const profiling::SampleBuffer& 
   header.count = buffer.size();
   header.dropped = buffer.dropped.load(std::memory_order_relaxed);
   header.truncated = buffer.truncated.load(std::memory_order_relaxed);
-  return WriteAll(fd, &header, sizeof header) &&
-         WriteAll(fd, buffer.samples(), size_t{header.count} * sizeof(profiling::RawSample));
+  const off_t start = lseek(fd, 0, SEEK_END);
+  if (start < 0) return false;
+  if (WriteAll(fd, &header, sizeof header) &&
+      WriteAll(fd, buffer.samples(), size_t{header.count} * sizeof(profiling::RawSample))) {
+    return true;
+  }
+  const int err = errno;
+  if (ftruncate(fd, start) != 0) {
+    // Cut back to whole chunks failed too: the reader will stop at the torn
+    // chunk, keeping everything before it.
+  }
+  errno = err;
+  return false;
 }
 
 absl::Status ReadSampleChunks(int fd, int64_t warmup, SampleHarvest& out) {
@@ -72,7 +83,8 @@ absl::Status ReadSampleChunks(int fd, int64_t warmup, SampleHarvest& out) {
     ChunkHeader header;
     const ssize_t got = ReadAll(fd, &header, sizeof header);
     if (got == 0) return absl::OkStatus();
-    if (got != static_cast<ssize_t>(sizeof header) || header.magic != ChunkHeader::kMagic) {
+    if (got != static_cast<ssize_t>(sizeof header) || header.magic != ChunkHeader::kMagic ||
+        header.count > SampleSlots::kPostmasterCapacity) {
       return absl::DataLossError("sample file: a torn or foreign chunk header");
     }
     std::vector<profiling::RawSample> chunk(header.count);

@@ -44,7 +44,8 @@ class SampleSlots {
 };
 
 // Appends `buffer`'s samples to `fd` as one chunk, tagged with the backend's
-// sequence number (-1: the postmaster). False if the write fails.
+// sequence number (-1: the postmaster). False if the write fails; the file is
+// then cut back to where the chunk began, so it holds whole chunks only.
 bool AppendSampleChunk(int fd, int64_t sequence, const profiling::SampleBuffer& buffer);
 
 struct SampleHarvest {
@@ -55,7 +56,7 @@ struct SampleHarvest {
 
 // Reads the chunks of `fd` from its start, leaving out backends with a
 // sequence number below `warmup` (as every other figure does). A torn or
-// inconsistent chunk is DataLoss.
+// inconsistent chunk is DataLoss; `out` keeps the chunks read before it.
 absl::Status ReadSampleChunks(int fd, int64_t warmup, SampleHarvest& out);
 
 }  // namespace backendlab::lifecycle::internal

@@ -57,3 +57,37 @@ TEST(PerfScriptTest, ErrorsNameTheLine) {
 
 }  // namespace
 }  // namespace backendlab::profiling
+
+namespace backendlab::profiling {
+namespace {
+
+constexpr char kForComparison[] =
+    "backend  77/77  1.0: cpu-clock:\n"
+    "\tffffffffa1001000 clear_page_erms+0xe ([kernel.kallsyms])\n"
+    "\tffffffffa1002000 asm_exc_page_fault+0x22 ([kernel.kallsyms])\n"
+    "\t    55d0c0a01234 (anonymous namespace)::Spin(long)+0x1d (/work/build/probe)\n"
+    "\t    55d0c0a05678 ns::Scan<int>(int const*, unsigned long)+0x2 (/work/build/probe)\n"
+    "\t    7f00deadbeef [unknown] (/usr/lib/x86_64-linux-gnu/libc.so.6)\n"
+    "\n";
+
+TEST(PerfScriptOptionsTest, AnonymousNamespaceFunctionsKeepTheirNames) {
+  absl::StatusOr<FoldedStacks> stacks = ParsePerfScript(kForComparison);
+  ASSERT_TRUE(stacks.ok()) << stacks.status();
+  EXPECT_EQ(stacks->ToText(),
+            "backend;[libc.so.6];ns::Scan<int>(int const*, unsigned long);(anonymous namespace)::Spin(long);"
+            "asm_exc_page_fault;clear_page_erms 1\n");
+}
+
+TEST(PerfScriptOptionsTest, KernelFramesDroppedAndNamesShortened) {
+  PerfScriptOptions options;
+  options.drop_kernel_frames = true;
+  options.short_names = true;
+  absl::StatusOr<FoldedStacks> stacks = ParsePerfScript(kForComparison, options);
+  ASSERT_TRUE(stacks.ok()) << stacks.status();
+  // The page fault is charged to the instruction that took it, as the
+  // sampler sees it.
+  EXPECT_EQ(stacks->ToText(), "backend;[libc.so.6];ns::Scan;(anonymous namespace)::Spin 1\n");
+}
+
+}  // namespace
+}  // namespace backendlab::profiling

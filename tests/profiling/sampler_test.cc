@@ -70,6 +70,12 @@ int ProfTimers() {
   return n;
 }
 
+// Stops the sampler when a test ends, also after a failed ASSERT: a timer
+// left behind would write into a buffer that is gone.
+struct StopAtEnd {
+  ~StopAtEnd() { Sampler::Stop(); }
+};
+
 TEST(SamplerTest, RejectsBadInput) {
   MappedBuffer buffer(16);
   for (int hz : {0, -5, 100'001}) {
@@ -167,6 +173,7 @@ TEST(SamplerTest, HighFrequencyWithMallocAndForks) {
   SamplerOptions options;
   options.clock = SampleClock::kWall;
   options.frequency_hz = 20'000;
+  StopAtEnd stop;
   ASSERT_TRUE(Sampler::Start(options, parent.get()).ok());
   for (int round = 0; round < 20; ++round) {
     children.push_back(std::make_unique<MappedBuffer>(1024));
@@ -303,15 +310,18 @@ TEST_P(ProbeTest, AttributesTheHotFunctionFollowsTheChildAndReachesMain) {
   // child: those samples are right, but not part of the 80/20 split.
   const double parent = static_cast<double>(run.parent.total_samples() - Matching(run.parent, "wait"));
   const double child = static_cast<double>(run.child.total_samples());
-  // 0.5 s of parent CPU at >= 250 samples/s (the tick limits CPU timers).
+  // 0.5 s of parent CPU: even at a 100 Hz tick (which limits CPU timers)
+  // that is 50 samples; the minimums only make the ratios below meaningful.
   if (clock == "wall") {
     EXPECT_GT(Matching(run.parent, "wait"), 0) << "the wall clock samples blocked time too";
   }
-  ASSERT_GE(parent, 60) << run.parent.ToText();
-  ASSERT_GE(child, 20) << run.child.ToText();
+  ASSERT_GE(parent, 20) << run.parent.ToText();
+  ASSERT_GE(child, 8) << run.child.ToText();
 
-  // The leaf is the interrupted instruction, exact with any unwinder.
-  EXPECT_GE(LeafIs(run.parent, "Spin") / parent, 0.85) << run.parent.ToText();
+  // The leaf is the interrupted instruction, exact with any unwinder: Spin,
+  // or the clock it reads (whose vDSO frames may hide Spin from fp in a build
+  // without frame pointers).
+  EXPECT_GE((LeafIs(run.parent, "Spin") + LeafIs(run.parent, "clock_gettime")) / parent, 0.85) << run.parent.ToText();
   const bool full_stacks = unwinder == "libunwind" || run.frame_pointers;
   if (full_stacks) {
     const double hot = static_cast<double>(Matching(run.parent, "HotLoop")) / parent;

@@ -163,6 +163,7 @@ constexpr FlagSpec kSpecs[] = {
     {"size", "128MB,1GB", "sizes"},
     {"count", "15", "a count"},
     {"out", "", "an output file"},
+    {"perf", "off", "an on/off flag"},
 };
 
 absl::StatusOr<Flags> Parse(std::vector<std::string> args) { return Flags::Parse(args, kSpecs); }
@@ -188,6 +189,16 @@ TEST(FlagsTest, FlagWithoutDefaultIsAbsentUnlessGiven) {
   EXPECT_FALSE(flags->Has("out"));
   EXPECT_EQ(flags->Get("out"), "");
   EXPECT_EQ(flags->Get("count"), "15");
+}
+
+TEST(FlagsTest, AnOnOffFlagAloneIsOn) {
+  absl::StatusOr<Flags> flags = Parse({"--perf"});
+  ASSERT_TRUE(flags.ok()) << flags.status();
+  EXPECT_EQ(flags->Get("perf"), "on");
+  EXPECT_EQ(Parse({})->Get("perf"), "off");
+  EXPECT_EQ(Parse({"--perf=off"})->Get("perf"), "off");
+  EXPECT_TRUE(absl::IsInvalidArgument(Parse({"--perf", "--perf=on"}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(Parse({"--perf=on", "--perf"}).status()));
 }
 
 TEST(FlagsTest, ValueMayContainEqualsSigns) {
