@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <cctype>
 #include <vector>
 
 #include "absl/debugging/symbolize.h"
@@ -36,10 +37,11 @@ std::string Resolve(uintptr_t pc) {
   return "[unknown]";
 }
 
-// The index just past the bracketed group that opens at s[open].
+// The index just past the bracketed group ("<...>", "(...)" or "{...}")
+// that opens at s[open].
 size_t SkipGroup(std::string_view s, size_t open) {
   const char opening = s[open];
-  const char closing = opening == '<' ? '>' : ')';
+  const char closing = opening == '<' ? '>' : opening == '(' ? ')' : '}';
   int depth = 0;
   for (size_t i = open; i < s.size(); ++i) {
     if (s[i] == opening) ++depth;
@@ -48,28 +50,59 @@ size_t SkipGroup(std::string_view s, size_t open) {
   return s.size();
 }
 
+// Whether `out` ends with the keyword "operator" (not "my_operator").
+bool EndsWithOperatorKeyword(const std::string& out) {
+  if (!out.ends_with("operator")) return false;
+  if (out.size() == 8) return true;
+  const char before = out[out.size() - 9];
+  return !(std::isalnum(static_cast<unsigned char>(before)) || before == '_');
+}
+
 }  // namespace
 
 std::string ShortFunctionName(std::string_view demangled) {
   if (demangled.empty() || demangled.front() == '[') return std::string(demangled);
+  // perf's "pthread_sigmask@GLIBC_2.2.5": the symbol version is not the name.
+  demangled = demangled.substr(0, demangled.find('@'));
   std::string out;
   size_t i = 0;
   while (i < demangled.size()) {
     const char c = demangled[i];
-    // "operator<" and friends keep their '<'; an "(anonymous namespace)" is
-    // part of the name; any other '(' opens the parameter list, the end.
-    if (c == '<' && !(out.size() >= 8 && out.ends_with("operator"))) {
+    if (EndsWithOperatorKeyword(out)) {
+      // The operator's own characters: "operator<<=", "operator()", "operator[]".
+      if (demangled.substr(i).starts_with("()")) {
+        out += "()";
+        i += 2;
+        continue;
+      }
+      const size_t end = demangled.find_first_not_of("<>=!+-*/%^&|~[],", i);
+      const size_t stop = end == std::string_view::npos ? demangled.size() : end;
+      if (stop > i) {
+        out += demangled.substr(i, stop - i);
+        i = stop;
+        continue;
+      }
+    }
+    if (c == '<') {
+      i = SkipGroup(demangled, i);  // template arguments
+    } else if (c == '{') {
+      // "{lambda(int)#1}": which lambda of the function, not its signature.
+      out += demangled.substr(i).starts_with("{lambda") ? "{lambda}" : "{...}";
       i = SkipGroup(demangled, i);
     } else if (c == '(' && demangled.substr(i).starts_with("(anonymous namespace)")) {
       out += "(anonymous namespace)";
       i += 21;
     } else if (c == '(' && !out.empty()) {
-      break;
+      // A parameter list: the end, unless a scope follows ("F()::{lambda}").
+      const size_t after = SkipGroup(demangled, i);
+      if (!demangled.substr(after).starts_with("::")) break;
+      i = after;
     } else {
       out += c;
       ++i;
     }
   }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
   return out.empty() ? std::string(demangled) : out;
 }
 

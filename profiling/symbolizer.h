@@ -36,9 +36,12 @@ class Symbolizer {
 };
 
 // "ns::(anonymous namespace)::F<int>(int) const" -> "ns::(anonymous namespace)::F":
-// drops template arguments, the parameter list and qualifiers after it, so
-// that the sampler's names (Abseil's demangler) and perf's (full demangling)
-// compare equal. Other text, e.g. "[unknown]", is returned unchanged.
+// drops template arguments, the parameter list and qualifiers after it, and a
+// symbol version ("@GLIBC_2.2.5"); keeps operators ("operator<<", "operator()")
+// and names lambdas "{lambda}" ("F()::{lambda(int)#1}::operator()" ->
+// "F::{lambda}::operator()"), so that the sampler's names (Abseil's demangler)
+// and perf's (full demangling) compare equal. Text in brackets, e.g.
+// "[unknown]", is returned unchanged.
 std::string ShortFunctionName(std::string_view demangled);
 
 // Folds samples into stacks, root first, one count per sample. `keep`

@@ -105,32 +105,43 @@ void PrintTopN(std::ostream& out, const std::vector<profiling::FunctionSamples>&
   }
 }
 
-// Per phase: the share of the backends' samples, beside the share of CPU the
-// phase counters measured, so a reader can see whether the two agree.
-void PrintPhaseShares(std::ostream& out, const lifecycle::CycleResult& result) {
+// Per phase: the share of the samples, beside the share of the sampled clock
+// the phase counters measured (CPU time, or wall time with --clock=wall, where
+// the backends' wait for "terminate" counts too), so that a reader can see
+// whether the two agree. Reap is the kernel's, after _exit: never sampled.
+void PrintPhaseShares(std::ostream& out, const lifecycle::CycleResult& result, profiling::SampleClock clock) {
+  const bool wall = clock == profiling::SampleClock::kWall;
   std::array<int64_t, lifecycle::kNumSampleTags> samples{};
-  int64_t backend_samples = 0;
+  int64_t tagged = 0;
   for (const profiling::RawSample& s : result.samples) {
     if (!IsPhaseTag(s.tag)) continue;
     ++samples[static_cast<size_t>(s.tag)];
-    ++backend_samples;
+    ++tagged;
   }
-  std::array<double, lifecycle::kNumPhases> cpu_ms{};
-  double cpu_total = 0;
+  // Indexed by tag: the phases, then wait.
+  std::array<double, lifecycle::kSampleTagWait + 1> ms{};
+  double total_ms = 0;
+  auto add = [&](int32_t tag, int64_t ns) {
+    ms[static_cast<size_t>(tag)] += static_cast<double>(ns) / 1e6;
+    total_ms += static_cast<double>(ns) / 1e6;
+  };
   for (const lifecycle::BackendRecord& r : result.records) {
     for (lifecycle::Phase p : lifecycle::kAllPhases) {
       if (!r.Done(p) || p == lifecycle::Phase::kReap) continue;
-      cpu_ms[static_cast<size_t>(p)] += static_cast<double>(r.phase[static_cast<int>(p)].cpu_ns) / 1e6;
-      cpu_total += static_cast<double>(r.phase[static_cast<int>(p)].cpu_ns) / 1e6;
+      const lifecycle::PhaseCounters& c = r.phase[static_cast<int>(p)];
+      add(static_cast<int32_t>(p), wall ? c.wall_ns : c.cpu_ns);
     }
+    if (wall && r.outcome == lifecycle::BackendOutcome::kExited) add(lifecycle::kSampleTagWait, r.WaitNs());
   }
-  out << absl::StrFormat("%-14s %9s %10s   %12s %7s\n", "phase", "samples", "% samples", "cpu ms (ctr)", "% cpu");
+  const char* unit = wall ? "wall" : "cpu";
+  out << absl::StrFormat("%-14s %9s %10s   %13s %7s\n", "phase", "samples", "% samples", absl::StrCat(unit, " ms (ctr)"),
+                         absl::StrCat("% ", unit));
   for (int32_t tag = 0; tag <= lifecycle::kSampleTagWait; ++tag) {
-    const bool phase = tag < lifecycle::kNumPhases && tag != static_cast<int32_t>(lifecycle::Phase::kReap);
-    out << absl::StrFormat("%-14s %9d %10s   %12s %7s\n", lifecycle::SampleTagName(tag), samples[static_cast<size_t>(tag)],
-                           Percent(static_cast<double>(samples[static_cast<size_t>(tag)]), static_cast<double>(backend_samples)),
-                           phase ? absl::StrFormat("%.1f", cpu_ms[static_cast<size_t>(tag)]) : "-",
-                           phase ? Percent(cpu_ms[static_cast<size_t>(tag)], cpu_total) : "-");
+    const bool measured = tag != static_cast<int32_t>(lifecycle::Phase::kReap) && (tag < lifecycle::kNumPhases || wall);
+    const size_t t = static_cast<size_t>(tag);
+    out << absl::StrFormat("%-14s %9d %10s   %13s %7s\n", lifecycle::SampleTagName(tag), samples[t],
+                           Percent(static_cast<double>(samples[t]), static_cast<double>(tagged)),
+                           measured ? absl::StrFormat("%.1f", ms[t]) : "-", measured ? Percent(ms[t], total_ms) : "-");
   }
 }
 
@@ -376,9 +387,9 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
   PhaseReport(summary, options->backend.counters).PrintText(text);
   for (const absl::Status& why : result->counters_unavailable) text << why.message() << "\n";
   text << "\n";
-  text << "samples by phase, beside the CPU each phase's counters measured (fork includes the postmaster's fork();\n"
-          "reap, the kernel's teardown after _exit, is invisible to a user-space sampler; wait is idle time):\n";
-  PrintPhaseShares(text, *result);
+  text << "samples by phase, beside the time each phase's counters measured on the sampled clock (fork includes the\n"
+          "postmaster's fork(); reap, the kernel's teardown after _exit, is invisible to a user-space sampler):\n";
+  PrintPhaseShares(text, *result, sampler.clock);
   const std::vector<profiling::FunctionSamples> top = backends.TopN(static_cast<size_t>(*top_n));
   text << absl::StrFormat("\ntop %d functions of the backends, built-in sampler (%d samples; self: the leaf frame, "
                           "total: anywhere on the stack):\n",

@@ -212,6 +212,15 @@ TEST(SymbolizerTest, ShortFunctionNames) {
       {"[libc.so.6]", "[libc.so.6]"},
       {"operator new(unsigned long)", "operator new"},
       {"(anonymous namespace)::Loop()", "(anonymous namespace)::Loop"},
+      {"operator<<(std::ostream&, int)", "operator<<"},
+      {"std::ostream::operator<<=(int)", "std::ostream::operator<<="},
+      {"std::operator< <int>(std::vector<int> const&, std::vector<int> const&)", "std::operator<"},
+      {"Foo::operator()(int) const", "Foo::operator()"},
+      {"Foo::operator[](unsigned long)", "Foo::operator[]"},
+      {"F()::{lambda(int)#1}::operator()(int) const", "F::{lambda}::operator()"},
+      {"my_operator<int>(int)", "my_operator"},
+      {"pthread_sigmask@GLIBC_2.2.5", "pthread_sigmask"},
+      {"operator delete(void*, unsigned long)", "operator delete"},
   };
   for (const auto& [in, want] : cases) EXPECT_EQ(ShortFunctionName(in), want) << in;
 }

@@ -87,6 +87,7 @@ TEST_F(ProfileCliTest, WritesFoldedStacksFlameGraphsAndASummary) {
   EXPECT_EQ(ReadFile(out + "/summary.txt"), r.out) << "summary.txt holds what was printed";
   EXPECT_NE(r.out.find("top 15 functions of the backends"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("exit_check"), std::string::npos);
+  EXPECT_NE(r.out.find("wall ms (ctr)"), std::string::npos) << "with --clock=wall, samples are set beside wall time";
   ExpectNothingLeft();
 }
 
