@@ -517,8 +517,8 @@ class SigintScope {
   struct sigaction old_ {};
 };
 
-// The tool profiling itself while it runs backends in-process: one buffer in
-// private memory, the sampler stopped before the result is read.
+// The tool profiling itself while it runs backends in-process: one buffer,
+// the sampler stopped before the result is read.
 class InprocSampling {
  public:
   static constexpr uint32_t kCapacity = 1 << 17;  // over two minutes of CPU at 1 kHz
@@ -528,20 +528,15 @@ class InprocSampling {
   InprocSampling& operator=(const InprocSampling&) = delete;
   ~InprocSampling() {
     if (started_) profiling::Sampler::Stop();
-    if (memory_ != nullptr) munmap(memory_, bytes_);
   }
 
   absl::Status Start() {
     if (!options_) return absl::OkStatus();
-    bytes_ = profiling::SampleBuffer::BytesFor(kCapacity);
-    memory_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (memory_ == MAP_FAILED) {
-      memory_ = nullptr;
-      return Errno("mmap of the sample buffer");
-    }
-    buffer_ = profiling::SampleBuffer::Init(memory_, kCapacity);
+    absl::StatusOr<profiling::MappedSampleBuffer> buffer = profiling::MappedSampleBuffer::Create(kCapacity);
+    if (!buffer.ok()) return buffer.status();
+    buffer_.emplace(*std::move(buffer));
     profiling::SetSampleTag(kSampleTagClient);
-    absl::Status s = profiling::Sampler::Start(*options_, buffer_);
+    absl::Status s = profiling::Sampler::Start(*options_, buffer_->get());
     started_ = s.ok();
     return s;
   }
@@ -550,16 +545,15 @@ class InprocSampling {
     if (!started_) return;
     profiling::Sampler::Stop();
     started_ = false;
-    result.samples = profiling::CopySamples(*buffer_);
-    result.samples_dropped = static_cast<int64_t>(buffer_->dropped.load());
-    result.samples_truncated = static_cast<int64_t>(buffer_->truncated.load());
+    const profiling::SampleBuffer& b = *buffer_->get();
+    result.samples = profiling::CopySamples(b);
+    result.samples_dropped = static_cast<int64_t>(b.dropped.load());
+    result.samples_truncated = static_cast<int64_t>(b.truncated.load());
   }
 
  private:
   const std::optional<profiling::SamplerOptions>& options_;
-  void* memory_ = nullptr;
-  size_t bytes_ = 0;
-  profiling::SampleBuffer* buffer_ = nullptr;
+  std::optional<profiling::MappedSampleBuffer> buffer_;  // unmapped after the destructor's Stop
   bool started_ = false;
 };
 

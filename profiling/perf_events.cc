@@ -196,13 +196,6 @@ std::string ErrnoName(int err) {
   return name != nullptr ? name : absl::StrCat("errno ", err);
 }
 
-std::optional<int> ParanoidLevel() {
-  std::ifstream in("/proc/sys/kernel/perf_event_paranoid");
-  int level;
-  if (in >> level) return level;
-  return std::nullopt;
-}
-
 std::string RefusalReason(PerfEvent event, int err) {
   const std::string name = ErrnoName(err);
   if (err == ENOSYS) return "perf_event_open not supported by this kernel (ENOSYS)";
@@ -211,7 +204,7 @@ std::string RefusalReason(PerfEvent event, int err) {
     // in the kernel too; above that only CAP_PERFMON lets it. Refused within
     // those limits, something other than the sysctl said no.
     const int needed = Info(event).in_kernel ? 1 : 2;
-    const std::optional<int> level = ParanoidLevel();
+    const std::optional<int> level = PerfEventParanoid();
     const std::string shown = level ? absl::StrCat(*level) : "unreadable";
     if (level && *level <= needed) {
       return absl::StrCat("perf_event_open refused (", name, ") although /proc/sys/kernel/perf_event_paranoid is ",
@@ -257,6 +250,13 @@ int64_t ReadCounter(int fd) {
 }  // namespace
 
 std::string_view PerfEventName(PerfEvent event) { return Info(event).name; }
+
+std::optional<int> PerfEventParanoid() {
+  std::ifstream in("/proc/sys/kernel/perf_event_paranoid");
+  int level;
+  if (in >> level) return level;
+  return std::nullopt;
+}
 
 absl::StatusOr<PerfEvent> ParsePerfEvent(std::string_view name) {
   return ParseName(name, kAllPerfEvents, PerfEventName, "perf event");

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -64,6 +65,10 @@ bool IsHardware(PerfEvent event);
 // and a close); the cache is a few atomics, so this may be called from any
 // thread and from a forked child, which inherits what its parent found.
 absl::Status PerfEventAvailability(PerfEvent event);
+
+// /proc/sys/kernel/perf_event_paranoid, or nullopt if it cannot be read: what
+// decides whether perf (and this file) may count the kernel.
+std::optional<int> PerfEventParanoid();
 
 // Prints "backendlab: <PerfEventAvailability's message>" to `out` the first
 // time it is called for an unavailable event in this process; otherwise

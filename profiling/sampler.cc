@@ -5,6 +5,7 @@
 #include <libunwind.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/ucontext.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/names.h"
@@ -187,6 +189,22 @@ void SampleBuffer::Reset() {
 }
 
 uint32_t SampleBuffer::size() const { return std::min(committed.load(std::memory_order_acquire), capacity); }
+
+absl::StatusOr<MappedSampleBuffer> MappedSampleBuffer::Create(uint32_t capacity) {
+  const size_t bytes = SampleBuffer::BytesFor(capacity);
+  void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (memory == MAP_FAILED) {
+    return absl::ResourceExhaustedError(absl::StrCat("mmap of a ", bytes, "-byte sample buffer: ", std::strerror(errno)));
+  }
+  return MappedSampleBuffer(memory, bytes, SampleBuffer::Init(memory, capacity));
+}
+
+MappedSampleBuffer::MappedSampleBuffer(MappedSampleBuffer&& other) noexcept
+    : memory_(std::exchange(other.memory_, nullptr)), bytes_(other.bytes_), buffer_(std::exchange(other.buffer_, nullptr)) {}
+
+MappedSampleBuffer::~MappedSampleBuffer() {
+  if (memory_ != nullptr) munmap(memory_, bytes_);
+}
 
 std::string_view SampleClockName(SampleClock clock) { return clock == SampleClock::kCpu ? "cpu" : "wall"; }
 absl::StatusOr<SampleClock> ParseSampleClock(std::string_view name) {

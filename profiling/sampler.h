@@ -59,6 +59,28 @@ static_assert(sizeof(SampleBuffer) % alignof(RawSample) == 0, "samples follow th
 static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free,
               "the handler and processes sharing the buffer rely on lock-free atomics");
 
+// A SampleBuffer in a mapping of its own: shared and anonymous, so that a
+// forked child's samples written into it are seen by its parent, and
+// MAP_NORESERVE, so that only the pages samples touch are backed. Move-only;
+// unmapped on destruction.
+class MappedSampleBuffer {
+ public:
+  static absl::StatusOr<MappedSampleBuffer> Create(uint32_t capacity);
+  MappedSampleBuffer(MappedSampleBuffer&& other) noexcept;
+  MappedSampleBuffer& operator=(MappedSampleBuffer&&) = delete;
+  MappedSampleBuffer(const MappedSampleBuffer&) = delete;
+  ~MappedSampleBuffer();
+
+  SampleBuffer* get() const { return buffer_; }
+
+ private:
+  MappedSampleBuffer(void* memory, size_t bytes, SampleBuffer* buffer)
+      : memory_(memory), bytes_(bytes), buffer_(buffer) {}
+  void* memory_;
+  size_t bytes_;
+  SampleBuffer* buffer_;
+};
+
 enum class SampleClock {
   kCpu,   // CLOCK_PROCESS_CPUTIME_ID: where the process spends CPU (user and kernel)
   kWall,  // CLOCK_MONOTONIC: where it spends time, blocked time included

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -116,11 +115,7 @@ absl::Status WriteSvg(const std::string& path, const std::vector<Config>& config
     ++k;
   }
   svg += "</svg>\n";
-  std::ofstream out(path);
-  out << svg;
-  out.close();
-  if (!out) return absl::UnavailableError(absl::StrCat("cannot write '", path, "'"));
-  return absl::OkStatus();
+  return WriteTextFile(path, svg);
 }
 
 }  // namespace

@@ -14,10 +14,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <iostream>
-#include <map>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -29,12 +28,14 @@
 #include "lifecycle/cycle_summary.h"
 #include "profiling/flame_graph.h"
 #include "profiling/folded_stacks.h"
+#include "profiling/perf_events.h"
 #include "profiling/perf_script.h"
 #include "profiling/sampler.h"
 #include "profiling/symbolizer.h"
 #include "tools/cycle_command.h"
 #include "tools/cycle_flags.h"
 #include "tools/machine_header.h"
+#include "tools/report.h"
 
 namespace backendlab::tools {
 namespace {
@@ -75,23 +76,15 @@ std::string RoleOf(const profiling::RawSample& s, int32_t postmaster_pid) {
   return "backend";
 }
 
-absl::Status WriteText(const std::string& path, std::string_view text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-  f.close();
-  if (!f) return absl::UnavailableError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
-}
-
 absl::Status WriteProfile(const std::string& dir, const std::string& name, const profiling::FoldedStacks& stacks,
                           const std::string& title, std::vector<std::string>& written) {
   const std::string folded = absl::StrCat(dir, "/", name, ".folded");
-  if (absl::Status s = WriteText(folded, stacks.ToText()); !s.ok()) return s;
+  if (absl::Status s = WriteTextFile(folded, stacks.ToText()); !s.ok()) return s;
   written.push_back(folded);
   profiling::FlameGraphOptions options;
   options.title = title;
   const std::string svg = absl::StrCat(dir, "/", name, ".svg");
-  if (absl::Status s = WriteText(svg, profiling::RenderFlameGraphSvg(stacks, options)); !s.ok()) return s;
+  if (absl::Status s = WriteTextFile(svg, profiling::RenderFlameGraphSvg(stacks, options)); !s.ok()) return s;
   written.push_back(svg);
   return absl::OkStatus();
 }
@@ -105,25 +98,28 @@ void PrintTopN(std::ostream& out, const std::vector<profiling::FunctionSamples>&
   }
 }
 
-// Per phase: the share of the samples, beside the share of the sampled clock
-// the phase counters measured (CPU time, or wall time with --clock=wall, where
-// the backends' wait for "terminate" counts too), so that a reader can see
-// whether the two agree. Reap is the kernel's, after _exit: never sampled.
-void PrintPhaseShares(std::ostream& out, const lifecycle::CycleResult& result, profiling::SampleClock clock) {
-  const bool wall = clock == profiling::SampleClock::kWall;
-  std::array<int64_t, lifecycle::kNumSampleTags> samples{};
-  int64_t tagged = 0;
-  for (const profiling::RawSample& s : result.samples) {
-    if (!IsPhaseTag(s.tag)) continue;
-    ++samples[static_cast<size_t>(s.tag)];
-    ++tagged;
-  }
-  // Indexed by tag: the phases, then wait.
+// Per tag (the phases, then wait): the samples taken, and the time the
+// phase counters measured on one clock (CPU time, or wall time, where the
+// backends' wait for "terminate" counts too). Reap is the kernel's, after
+// _exit: never sampled, left out of both.
+struct PhaseTally {
+  std::array<int64_t, lifecycle::kSampleTagWait + 1> samples{};
+  int64_t tagged = 0;  // samples with a phase or wait tag
   std::array<double, lifecycle::kSampleTagWait + 1> ms{};
   double total_ms = 0;
+};
+
+PhaseTally Tally(const lifecycle::CycleResult& result, profiling::SampleClock clock) {
+  const bool wall = clock == profiling::SampleClock::kWall;
+  PhaseTally t;
+  for (const profiling::RawSample& s : result.samples) {
+    if (!IsPhaseTag(s.tag)) continue;
+    ++t.samples[static_cast<size_t>(s.tag)];
+    ++t.tagged;
+  }
   auto add = [&](int32_t tag, int64_t ns) {
-    ms[static_cast<size_t>(tag)] += static_cast<double>(ns) / 1e6;
-    total_ms += static_cast<double>(ns) / 1e6;
+    t.ms[static_cast<size_t>(tag)] += static_cast<double>(ns) / 1e6;
+    t.total_ms += static_cast<double>(ns) / 1e6;
   };
   for (const lifecycle::BackendRecord& r : result.records) {
     for (lifecycle::Phase p : lifecycle::kAllPhases) {
@@ -133,15 +129,22 @@ void PrintPhaseShares(std::ostream& out, const lifecycle::CycleResult& result, p
     }
     if (wall && r.outcome == lifecycle::BackendOutcome::kExited) add(lifecycle::kSampleTagWait, r.WaitNs());
   }
+  return t;
+}
+
+// Per phase: the share of the samples, beside the share of the sampled clock
+// the phase counters measured, so that a reader can see whether they agree.
+void PrintPhaseShares(std::ostream& out, const PhaseTally& t, profiling::SampleClock clock) {
+  const bool wall = clock == profiling::SampleClock::kWall;
   const char* unit = wall ? "wall" : "cpu";
   out << absl::StrFormat("%-14s %9s %10s   %13s %7s\n", "phase", "samples", "% samples", absl::StrCat(unit, " ms (ctr)"),
                          absl::StrCat("% ", unit));
   for (int32_t tag = 0; tag <= lifecycle::kSampleTagWait; ++tag) {
     const bool measured = tag != static_cast<int32_t>(lifecycle::Phase::kReap) && (tag < lifecycle::kNumPhases || wall);
-    const size_t t = static_cast<size_t>(tag);
-    out << absl::StrFormat("%-14s %9d %10s   %13s %7s\n", lifecycle::SampleTagName(tag), samples[t],
-                           Percent(static_cast<double>(samples[t]), static_cast<double>(tagged)),
-                           measured ? absl::StrFormat("%.1f", ms[t]) : "-", measured ? Percent(ms[t], total_ms) : "-");
+    const size_t i = static_cast<size_t>(tag);
+    out << absl::StrFormat("%-14s %9d %10s   %13s %7s\n", lifecycle::SampleTagName(tag), t.samples[i],
+                           Percent(static_cast<double>(t.samples[i]), static_cast<double>(t.tagged)),
+                           measured ? absl::StrFormat("%.1f", t.ms[i]) : "-", measured ? Percent(t.ms[i], t.total_ms) : "-");
   }
 }
 
@@ -225,10 +228,8 @@ absl::StatusOr<PerfRun> RunUnderPerf(std::span<const std::string> args, const st
     return absl::UnavailableError(absl::StrCat(
         "perf record failed (exit ", status, "; its message is above). If the kernel refused: as root, or with "
         "sysctl kernel.perf_event_paranoid=1 (now ", [] {
-          std::ifstream f("/proc/sys/kernel/perf_event_paranoid");
-          std::string v;
-          f >> v;
-          return v.empty() ? std::string("unknown") : v;
+          const std::optional<int> level = profiling::PerfEventParanoid();
+          return level ? absl::StrCat(*level) : std::string("unknown");
         }(), "); the cycle's own output is in ", dir, "/perf-cycle.txt"));
   }
   std::string script;
@@ -305,7 +306,7 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
     return absl::UnavailableError(absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
   }
   // Found out now, not after the run: an --out that is a file or not writable.
-  if (absl::Status s = WriteText(dir + "/summary.txt", ""); !s.ok()) return s;
+  if (absl::Status s = WriteTextFile(dir + "/summary.txt", ""); !s.ok()) return s;
   options->sampler = sampler;
   if (isatty(STDERR_FILENO)) {
     options->progress = [](const std::string& line) { std::fprintf(stderr, "\r%s\033[K", line.c_str()); };
@@ -325,16 +326,11 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
     text.str("");
   };
   text << "backendlab profile: " << ConfigLine(*options) << "\n" << MachineLine(MachineHeader()) << "\n";
-  std::map<int32_t, bool> pids;
-  for (const profiling::RawSample& s : result->samples) pids[s.pid] = true;
-  double backend_cpu_s = 0;
-  for (const lifecycle::BackendRecord& r : result->records) {
-    for (lifecycle::Phase p : lifecycle::kAllPhases) {
-      if (r.Done(p) && p != lifecycle::Phase::kReap) backend_cpu_s += static_cast<double>(r.phase[static_cast<int>(p)].cpu_ns) / 1e9;
-    }
-  }
-  int64_t phase_samples = 0;
-  for (const profiling::RawSample& s : result->samples) phase_samples += IsPhaseTag(s.tag);
+  std::set<int32_t> pids;
+  for (const profiling::RawSample& s : result->samples) pids.insert(s.pid);
+  const PhaseTally on_cpu = Tally(*result, profiling::SampleClock::kCpu);
+  const double backend_cpu_s = on_cpu.total_ms / 1e3;
+  const int64_t phase_samples = on_cpu.tagged;
   text << absl::StrFormat(
       "sampler: %s clock, %d Hz requested, %s unwinding: %d samples from %d processes, %d dropped (buffer full), "
       "%d stacks cut at %d frames\n",
@@ -389,7 +385,8 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
   text << "\n";
   text << "samples by phase, beside the time each phase's counters measured on the sampled clock (fork includes the\n"
           "postmaster's fork(); reap, the kernel's teardown after _exit, is invisible to a user-space sampler):\n";
-  PrintPhaseShares(text, *result, sampler.clock);
+  PrintPhaseShares(text, sampler.clock == profiling::SampleClock::kCpu ? on_cpu : Tally(*result, sampler.clock),
+                   sampler.clock);
   const std::vector<profiling::FunctionSamples> top = backends.TopN(static_cast<size_t>(*top_n));
   text << absl::StrFormat("\ntop %d functions of the backends, built-in sampler (%d samples; self: the leaf frame, "
                           "total: anywhere on the stack):\n",
@@ -431,7 +428,7 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
   text << "\nfiles:\n";
   for (const std::string& f : written) text << "  " << f << "\n";
   flush();
-  if (absl::Status s = WriteText(dir + "/summary.txt", printed); !s.ok()) return s;
+  if (absl::Status s = WriteTextFile(dir + "/summary.txt", printed); !s.ok()) return s;
   if (flags->Has("json") || flags->Has("csv")) {
     nlohmann::json header = MachineHeader();
     header["command"] = "profile";

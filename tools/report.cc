@@ -52,6 +52,10 @@ absl::Status WriteFile(const std::string& path, Write write) {
 
 }  // namespace
 
+absl::Status WriteTextFile(const std::string& path, std::string_view text) {
+  return WriteFile(path, [&](std::ostream& out) { out << text; });
+}
+
 void Report::AddRow(std::vector<Cell> row) {
   BACKENDLAB_CHECK(row.size() == columns_.size());
   rows_.push_back(std::move(row));

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -50,6 +51,10 @@ class Report {
   std::vector<std::vector<Cell>> rows_;
   nlohmann::json header_ = nlohmann::json::object();
 };
+
+// Writes `text` to `path` (replacing it); an error names the file and why.
+// Every file a command writes goes through here or the Report writers.
+absl::Status WriteTextFile(const std::string& path, std::string_view text);
 
 // The median of field(s) over `samples`: what a report's cells quote.
 template <typename Sample, typename Field>

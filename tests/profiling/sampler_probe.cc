@@ -6,7 +6,6 @@
 //
 // usage: sampler_probe [--unwinder=libunwind|fp] [--clock=cpu|wall]
 // First output line: "frame_pointers=0|1".
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,13 +59,15 @@ __attribute__((noinline)) uint64_t OnlyInChild(int64_t cpu_ns) {
   return r + 3;
 }
 
-SampleBuffer* SharedBuffer(uint32_t capacity) {
-  void* p = mmap(nullptr, SampleBuffer::BytesFor(capacity), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    std::perror("mmap");
+// Shared with the child, so the parent reads what the child sampled.
+backendlab::profiling::MappedSampleBuffer SharedBuffer(uint32_t capacity) {
+  absl::StatusOr<backendlab::profiling::MappedSampleBuffer> buffer =
+      backendlab::profiling::MappedSampleBuffer::Create(capacity);
+  if (!buffer.ok()) {
+    std::fprintf(stderr, "sampler_probe: %s\n", std::string(buffer.status().message()).c_str());
     std::exit(1);
   }
-  return SampleBuffer::Init(p, capacity);
+  return *std::move(buffer);
 }
 
 }  // namespace
@@ -86,8 +87,10 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("frame_pointers=%d\n", backendlab::kFramePointers ? 1 : 0);
-  SampleBuffer* parent = SharedBuffer(4096);
-  SampleBuffer* child = SharedBuffer(4096);
+  const backendlab::profiling::MappedSampleBuffer parent_mapping = SharedBuffer(4096);
+  const backendlab::profiling::MappedSampleBuffer child_mapping = SharedBuffer(4096);
+  SampleBuffer* parent = parent_mapping.get();
+  SampleBuffer* child = child_mapping.get();
   backendlab::profiling::SetSampleTag(1);
   if (absl::Status s = backendlab::profiling::Sampler::Start(options, parent); !s.ok()) {
     std::fprintf(stderr, "sampler_probe: %s\n", std::string(s.message()).c_str());

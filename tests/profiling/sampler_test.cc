@@ -3,7 +3,6 @@
 #include "profiling/sampler.h"
 
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,21 +40,16 @@ void BurnCpu(int64_t ns) {
   }
 }
 
-// The sampler's buffers live in their own mapping, as in the lifecycle.
+// A test's buffer: its own mapping, as in the lifecycle, or the test fails.
 class MappedBuffer {
  public:
-  explicit MappedBuffer(uint32_t capacity) : bytes_(SampleBuffer::BytesFor(capacity)) {
-    memory_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    EXPECT_NE(memory_, MAP_FAILED);
-    buffer_ = SampleBuffer::Init(memory_, capacity);
+  explicit MappedBuffer(uint32_t capacity) : mapped_(MappedSampleBuffer::Create(capacity)) {
+    EXPECT_TRUE(mapped_.ok()) << mapped_.status();
   }
-  ~MappedBuffer() { munmap(memory_, bytes_); }
-  SampleBuffer* get() { return buffer_; }
+  SampleBuffer* get() { return mapped_.ok() ? mapped_->get() : nullptr; }
 
  private:
-  size_t bytes_;
-  void* memory_;
-  SampleBuffer* buffer_;
+  absl::StatusOr<MappedSampleBuffer> mapped_;
 };
 
 // Lines of /proc/self/timers that are SIGPROF timers (-1 if the kernel has
