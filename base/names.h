@@ -12,6 +12,37 @@
 
 namespace backendlab {
 
+// One row of an enum's name table: the single place a value's name is spelled.
+// Declare the table once, beside the enum, listing every value in order:
+//   inline constexpr NamedValue<Layout> kLayoutNames[] = {{Layout::kArray, "array"}, ...};
+template <typename Enum>
+struct NamedValue {
+  Enum value;
+  std::string_view name;
+};
+
+// The name of `value` in `table`; "?" for a value the table lacks (a bug).
+template <typename Enum, size_t N>
+constexpr std::string_view NameOf(Enum value, const NamedValue<Enum> (&table)[N]) {
+  for (const NamedValue<Enum>& row : table) {
+    if (row.value == value) return row.name;
+  }
+  return "?";
+}
+
+// The value whose name is `name`, or InvalidArgument:
+// "unknown layout 'foo' (expected array, bytes or hash)".
+template <typename Enum, size_t N>
+absl::StatusOr<Enum> ParseName(std::string_view name, const NamedValue<Enum> (&table)[N], std::string_view what) {
+  std::string expected;
+  for (size_t i = 0; i < N; ++i) {
+    if (table[i].name == name) return table[i].value;
+    expected += std::string(i == 0 ? "" : i + 1 == N ? " or " : ", ") + std::string(table[i].name);
+  }
+  return absl::InvalidArgumentError("unknown " + std::string(what) + " '" + std::string(name) + "' (expected " +
+                                    expected + ")");
+}
+
 // The value among `all` whose name_of() is `name`, or InvalidArgument:
 // "unknown layout 'foo' (expected array, bytes or hash)".
 template <typename Enum, size_t N>

@@ -11,7 +11,7 @@
 #include "buffers/layout_dispatch.h"
 #include "buffers/scan_kernels.h"
 #include "buffers/shared_buffers.h"
-#include "profiling/resource_usage.h"
+#include "base/resource_usage.h"
 
 namespace backendlab::buffers {
 namespace {
@@ -93,7 +93,7 @@ void BM_TableLifetime(benchmark::State& state) {
   const auto policy = static_cast<ExitCheckPolicy>(state.range(1));
   const std::vector<BufferId> touched = DistinctBuffers(4, nbuffers, 1);
   size_t bytes = 0;
-  const profiling::ResourceSample before = profiling::SampleSelf();
+  const ResourceSample before = SampleSelf();
   for (auto _ : state) {
     T table = MustCreate<T>(state, nbuffers);
     for (BufferId b : touched) (void)table.Pin(b);
@@ -102,7 +102,7 @@ void BM_TableLifetime(benchmark::State& state) {
     if (!result.leaks.empty()) state.SkipWithError("unexpected leak");
     bytes = table.MemoryBytes();
   }
-  const profiling::ResourceSample used = profiling::SampleSelf() - before;
+  const ResourceSample used = SampleSelf() - before;
   state.counters["minor_faults"] = benchmark::Counter(static_cast<double>(used.minor_faults),
                                                       benchmark::Counter::kAvgIterations);
   state.counters["bytes_per_backend"] = static_cast<double>(bytes);

@@ -15,7 +15,7 @@
 #include "catcache/catcache.h"
 #include "catcache/first_queries.h"
 #include "catcache/syscache_profile.h"
-#include "profiling/resource_usage.h"
+#include "base/resource_usage.h"
 
 namespace backendlab::catcache {
 namespace {
@@ -40,11 +40,11 @@ void BM_Init(benchmark::State& state) {
   const SyscacheProfile& profile = Profile(state.range(1));
   int64_t faults = 0;
   for (auto _ : state) {
-    const profiling::ResourceSample before = profiling::SampleSelf();
-    const int64_t t0 = profiling::NowNs();
+    const ResourceSample before = SampleSelf();
+    const int64_t t0 = NowNs();
     absl::StatusOr<std::unique_ptr<CatCacheSet>> set = CatCacheSet::Create(strategy, profile);
-    const int64_t t1 = profiling::NowNs();
-    faults += (profiling::SampleSelf() - before).minor_faults;
+    const int64_t t1 = NowNs();
+    faults += (SampleSelf() - before).minor_faults;
     if (!set.ok()) {
       state.SkipWithError(std::string(set.status().message()).c_str());
       break;
@@ -67,11 +67,11 @@ void BM_FirstQueries(benchmark::State& state) {
       state.SkipWithError(std::string(set.status().message()).c_str());
       break;
     }
-    const profiling::ResourceSample before = profiling::SampleSelf();
-    const int64_t t0 = profiling::NowNs();
+    const ResourceSample before = SampleSelf();
+    const int64_t t0 = NowNs();
     absl::StatusOr<FirstQueriesResult> result = RunFirstQueries(**set, lookups);
-    const int64_t t1 = profiling::NowNs();
-    faults += (profiling::SampleSelf() - before).minor_faults;
+    const int64_t t1 = NowNs();
+    faults += (SampleSelf() - before).minor_faults;
     if (!result.ok()) {
       state.SkipWithError(std::string(result.status().message()).c_str());
       break;
@@ -121,12 +121,12 @@ void BM_ZeroFresh(benchmark::State& state) {
       state.SkipWithError("mmap failed");
       break;
     }
-    const profiling::ResourceSample before = profiling::SampleSelf();
-    const int64_t t0 = profiling::NowNs();
+    const ResourceSample before = SampleSelf();
+    const int64_t t0 = NowNs();
     std::memset(p, 0, bytes);
     CompilerBarrier();
-    const int64_t t1 = profiling::NowNs();
-    faults += (profiling::SampleSelf() - before).minor_faults;
+    const int64_t t1 = NowNs();
+    faults += (SampleSelf() - before).minor_faults;
     munmap(p, bytes);
     state.SetIterationTime(static_cast<double>(t1 - t0) / 1e9);
   }

@@ -14,7 +14,7 @@
 #include "base/compiler.h"
 #include "buffers/layout_dispatch.h"
 #include "catcache/catcache.h"
-#include "profiling/resource_usage.h"
+#include "base/resource_usage.h"
 #include "profiling/sampler.h"
 #include "profiling/perf_events.h"
 
@@ -36,13 +36,13 @@ class PhaseRecorder {
   // but the closing read (subtracted).
   void Begin(Phase phase) {
     profiling::SetSampleTag(static_cast<int32_t>(phase));
-    begin_ = profiling::SampleSelf();
+    begin_ = SampleSelf();
     if (n_ > 0) counters_.ReadAll(profiling::PerfCounters::PhaseEdge::kBegin, std::span(begin_events_).first(n_));
   }
   void End(Phase phase) {
     std::array<int64_t, kNumPerfEvents> end_events;
     if (n_ > 0) counters_.ReadAll(profiling::PerfCounters::PhaseEdge::kEnd, std::span(end_events).first(n_));
-    const profiling::ResourceSample used = profiling::SampleSelf() - begin_;
+    const ResourceSample used = SampleSelf() - begin_;
     PhaseCounters& c = record_.phase[static_cast<int>(phase)];
     c.wall_ns = used.wall_ns;
     c.cpu_ns = used.cpu_ns;
@@ -62,7 +62,7 @@ class PhaseRecorder {
   BackendRecord& record_;
   const profiling::PerfCounters& counters_;
   const size_t n_;
-  profiling::ResourceSample begin_;
+  ResourceSample begin_;
   std::array<int64_t, kNumPerfEvents> begin_events_{};
 };
 
@@ -94,8 +94,8 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
   // and heap pages) belongs to starting a backend. A forked child's counters
   // start at zero, so what they show now is that start; the postmaster adds
   // its own fork() call and the wall time since accept.
-  record.child_start_ns = profiling::NowNs();
-  const profiling::ResourceSample started = profiling::SampleSelf();
+  record.child_start_ns = NowNs();
+  const ResourceSample started = SampleSelf();
   record.phase[static_cast<int>(Phase::kFork)].cpu_ns = started.cpu_ns;
   record.phase[static_cast<int>(Phase::kFork)].minor_faults = started.minor_faults;
   record.phase[static_cast<int>(Phase::kFork)].major_faults = started.major_faults;
@@ -131,7 +131,7 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
   phases.End(Phase::kWork);
 
   profiling::SetSampleTag(kSampleTagWait);
-  record.ready_ns = profiling::NowNs();
+  record.ready_ns = NowNs();
   if (client_fd >= 0) {
     // A client that has gone away (EPIPE, ECONNRESET) ends the session the way
     // its "terminate" would, as a PostgreSQL backend exits on client EOF; any
@@ -144,7 +144,7 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
       return s;
     }
   }
-  record.terminate_ns = profiling::NowNs();
+  record.terminate_ns = NowNs();
 
   // Exit callbacks in PostgreSQL's order: the buffer check first (it was
   // registered last, with on_shmem_exit), then the backend's own teardown.

@@ -27,7 +27,7 @@
 #include "base/names.h"
 #include "lifecycle/internal/io.h"
 #include "lifecycle/internal/sample_slots.h"
-#include "profiling/resource_usage.h"
+#include "base/resource_usage.h"
 #include "profiling/perf_events.h"
 #include "profiling/sampler.h"
 #include "profiling/syscall_counter.h"
@@ -74,14 +74,14 @@ int64_t TimevalNs(const timeval& tv) { return int64_t{tv.tv_sec} * 1'000'000'000
 
 // One bare fork + _exit + waitpid: the floor every backend starts from.
 int64_t BareFork() {
-  const int64_t t0 = profiling::NowNs();
+  const int64_t t0 = NowNs();
   const pid_t pid = fork();
   if (pid == 0) _exit(0);
   if (pid < 0) return -1;
   int status;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  return profiling::NowNs() - t0;
+  return NowNs() - t0;
 }
 
 // ---- the postmaster process ---------------------------------------------
@@ -102,7 +102,7 @@ struct Postmaster {
   BackendRecord* slots = nullptr;  // shared with the backends
   size_t nslots = 0;
   std::vector<bool> slot_used;
-  std::vector<profiling::ResourceSample> fork_parent_cost;  // per slot
+  std::vector<ResourceSample> fork_parent_cost;  // per slot
   std::map<pid_t, size_t> live;                             // pid -> slot
   int64_t next_sequence = 0;
   pid_t postmaster_pid = 0;
@@ -148,25 +148,25 @@ struct Postmaster {
     sigprocmask(SIG_SETMASK, &all, nullptr);
     const absl::Status status = RunBackend(*env, client_fd, record);
     if (!status.ok()) std::fprintf(stderr, "backendlab backend %d: %s\n", getpid(), std::string(status.message()).c_str());
-    const profiling::ResourceSample end = profiling::SampleSelf();
+    const ResourceSample end = SampleSelf();
     record.exit_cpu_ns = end.cpu_ns;
     record.exit_minor_faults = end.minor_faults;
     record.exit_major_faults = end.major_faults;
-    record.exit_ns = profiling::NowNs();
+    record.exit_ns = NowNs();
     _exit(status.ok() ? 0 : 3);
   }
 
   void Accept(int sigfd) {
     const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) return;  // the client gave up; nothing to do
-    const int64_t accepted = profiling::NowNs();
+    const int64_t accepted = NowNs();
     size_t slot = 0;
     while (slot_used[slot]) ++slot;  // Accept is only polled for when one is free
     BackendRecord& record = slots[slot];
     record = BackendRecord{};
     record.sequence = next_sequence++;
     record.accept_ns = accepted;
-    const profiling::ResourceSample before = profiling::SampleSelf();
+    const ResourceSample before = SampleSelf();
     postmaster_pid = getpid();
     if (sample_slots) {
       // The postmaster's own samples count from the first measured backend's
@@ -178,7 +178,7 @@ struct Postmaster {
     const pid_t pid = fork();
     if (pid == 0) BackendChild(slot, fd, sigfd);
     profiling::SetSampleTag(kSampleTagPostmaster);
-    fork_parent_cost[slot] = profiling::SampleSelf() - before;
+    fork_parent_cost[slot] = SampleSelf() - before;
     close(fd);
     if (pid < 0) {
       std::fprintf(stderr, "backendlab postmaster: fork: %s\n", std::strerror(errno));
@@ -207,7 +207,7 @@ struct Postmaster {
       m.record = slots[slot];  // the child is gone: its writes are all visible
       BackendRecord& r = m.record;
       r.pid = pid;
-      r.reaped_ns = profiling::NowNs();
+      r.reaped_ns = NowNs();
       if (WIFSIGNALED(status)) {
         r.outcome = BackendOutcome::kCrashed;
         r.signal = WTERMSIG(status);
@@ -284,13 +284,13 @@ struct Postmaster {
         char c;
         if (read(control_fd, &c, 1) <= 0) {
           stopping = true;
-          stop_deadline = profiling::NowNs() + kStopGraceNs;
+          stop_deadline = NowNs() + kStopGraceNs;
           close(listen_fd);  // no new connections from now on
           unlink(socket_path.c_str());
         }
       }
       if (can_accept && !stopping && (fds[2].revents & POLLIN)) Accept(sigfd);
-      if (stopping && profiling::NowNs() > stop_deadline) {
+      if (stopping && NowNs() > stop_deadline) {
         for (const auto& [pid, slot] : live) kill(pid, SIGKILL);
         stop_deadline = INT64_MAX;
       }
@@ -380,7 +380,7 @@ class ClientLoop {
     std::vector<Client> clients(static_cast<size_t>(options_.clients));
     if (options_.warmup == 0) {
       measuring_ = true;
-      measure_start_ns_ = profiling::NowNs();
+      measure_start_ns_ = NowNs();
     }
     const int64_t total = options_.connections > 0 ? options_.warmup + options_.connections : INT64_MAX;
     int64_t started = 0;
@@ -390,7 +390,7 @@ class ClientLoop {
         result_.interrupted = true;
         break;
       }
-      const int64_t now = profiling::NowNs();
+      const int64_t now = NowNs();
       const bool time_up = options_.connections == 0 && measuring_ && now - measure_start_ns_ >= options_.duration_ms * 1'000'000;
       const bool done_starting = started >= total || time_up;
       // Start a connection on every idle client.
@@ -455,7 +455,7 @@ class ClientLoop {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socket_path_.c_str());
-    c.started_ns = profiling::NowNs();
+    c.started_ns = NowNs();
     if (connect(c.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
       close(c.fd);
       c.fd = -1;
@@ -469,7 +469,7 @@ class ClientLoop {
     char byte = 0;
     const ssize_t n = read(c.fd, &byte, 1);
     if (n < 0 && errno == EINTR) return;
-    const int64_t now = profiling::NowNs();
+    const int64_t now = NowNs();
     const bool ok = n == 1 && byte == kReadyByte;
     if (ok) (void)SendByte(c.fd, kTerminateByte);
     close(c.fd);
@@ -577,15 +577,15 @@ absl::StatusOr<CycleResult> RunInproc(const CycleOptions& options, const Backend
     }
     if (seq == options.warmup) {
       if (absl::Status s = sampling.Start(); !s.ok()) return s;
-      start = profiling::NowNs();
+      start = NowNs();
     }
-    if (options.connections == 0 && seq > options.warmup && profiling::NowNs() - start >= options.duration_ms * 1'000'000) break;
+    if (options.connections == 0 && seq > options.warmup && NowNs() - start >= options.duration_ms * 1'000'000) break;
     BackendRecord record;
     record.sequence = seq;
-    record.accept_ns = record.child_start_ns = profiling::NowNs();
+    record.accept_ns = record.child_start_ns = NowNs();
     if (absl::Status s = RunBackend(env, -1, record); !s.ok()) return s;
     profiling::SetSampleTag(kSampleTagClient);
-    record.exit_ns = record.reaped_ns = profiling::NowNs();
+    record.exit_ns = record.reaped_ns = NowNs();
     record.outcome = BackendOutcome::kExited;
     if (seq >= options.warmup) {
       result.records.push_back(record);
@@ -594,7 +594,7 @@ absl::StatusOr<CycleResult> RunInproc(const CycleOptions& options, const Backend
     }
     if (options.progress && seq % 100 == 0) options.progress(absl::StrCat("cycle: ", seq, " backends (inproc)"));
   }
-  result.wall_ns = profiling::NowNs() - start;
+  result.wall_ns = NowNs() - start;
   sampling.Finish(result);
   baseline();
   return result;

@@ -21,14 +21,14 @@ CycleSummary Summarize(const CycleResult& result) {
       }
     }
     PhaseStats& ps = s.phases[static_cast<int>(p)];
-    ps.wall_us = profiling::Summarize(wall);
-    ps.cpu_us = profiling::Summarize(cpu).median;
-    ps.minor_faults = profiling::Summarize(minor).median;
-    ps.major_faults = profiling::Summarize(major).median;
-    ps.syscalls = sys.empty() ? -1 : profiling::Summarize(sys).median;
+    ps.wall_us = backendlab::Summarize(wall);
+    ps.cpu_us = backendlab::Summarize(cpu).median;
+    ps.minor_faults = backendlab::Summarize(minor).median;
+    ps.major_faults = backendlab::Summarize(major).median;
+    ps.syscalls = sys.empty() ? -1 : backendlab::Summarize(sys).median;
     for (int e = 0; e < kNumPerfEvents; ++e) {
       const std::vector<double>& v = events[static_cast<size_t>(e)];
-      ps.events[static_cast<size_t>(e)] = v.empty() ? -1 : profiling::Summarize(v).median;
+      ps.events[static_cast<size_t>(e)] = v.empty() ? -1 : backendlab::Summarize(v).median;
     }
   }
   std::vector<double> wait, life, connect, forks;
@@ -44,13 +44,13 @@ CycleSummary Summarize(const CycleResult& result) {
   }
   for (int64_t ns : result.connect_latency_ns) connect.push_back(static_cast<double>(ns) / 1e3);
   for (int64_t ns : result.baseline_fork_ns) forks.push_back(static_cast<double>(ns));
-  s.wait_us = profiling::Summarize(wait);
-  s.lifetime_us = profiling::Summarize(life);
-  s.connect_us = profiling::Summarize(connect);
+  s.wait_us = backendlab::Summarize(wait);
+  s.lifetime_us = backendlab::Summarize(life);
+  s.connect_us = backendlab::Summarize(connect);
   if (result.wall_ns > 0) {
     s.connections_per_second = static_cast<double>(result.connections) * 1e9 / static_cast<double>(result.wall_ns);
   }
-  const double fork_ns = profiling::Summarize(forks).median;
+  const double fork_ns = backendlab::Summarize(forks).median;
   if (fork_ns > 0) s.baseline_forks_per_second = 1e9 / fork_ns;
   return s;
 }

@@ -7,12 +7,12 @@
 
 #include "lifecycle/backend_record.h"
 #include "lifecycle/cycle.h"
-#include "profiling/summary.h"
+#include "base/summary.h"
 
 namespace backendlab::lifecycle {
 
 struct PhaseStats {
-  profiling::Summary wall_us;  // over the backends that completed the phase
+  Summary wall_us;  // over the backends that completed the phase
   double cpu_us = 0;           // medians
   double minor_faults = 0;
   double major_faults = 0;
@@ -23,9 +23,9 @@ struct PhaseStats {
 
 struct CycleSummary {
   std::array<PhaseStats, kNumPhases> phases;
-  profiling::Summary wait_us;        // ready -> terminate, inside the backend
-  profiling::Summary lifetime_us;    // accept -> reaped
-  profiling::Summary connect_us;     // client: connect -> ready
+  Summary wait_us;        // ready -> terminate, inside the backend
+  Summary lifetime_us;    // accept -> reaped
+  Summary connect_us;     // client: connect -> ready
   double connections_per_second = 0;
   double baseline_forks_per_second = 0;  // 1 / median bare fork+exit+wait
   int64_t exited = 0, crashed = 0, leaks = 0;

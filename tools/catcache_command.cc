@@ -27,8 +27,8 @@
 #include "catcache/catcache.h"
 #include "catcache/first_queries.h"
 #include "catcache/syscache_profile.h"
-#include "profiling/resource_usage.h"
-#include "profiling/summary.h"
+#include "base/resource_usage.h"
+#include "base/summary.h"
 #include "tools/flags.h"
 #include "tools/interleaved.h"
 #include "tools/machine_header.h"
@@ -100,19 +100,19 @@ struct ChildReport {
 // One backend: init every cache (timed), then the first queries (timed).
 absl::Status MeasureBackend(BucketStrategy strategy, const SyscacheProfile& profile,
                             const std::vector<catcache::Lookup>& lookups, Sample& s) {
-  const profiling::ResourceSample r0 = profiling::SampleSelf();
-  const int64_t t0 = profiling::NowNs();
+  const ResourceSample r0 = SampleSelf();
+  const int64_t t0 = NowNs();
   absl::StatusOr<std::unique_ptr<catcache::CatCacheSet>> set = catcache::CatCacheSet::Create(strategy, profile);
-  const int64_t t1 = profiling::NowNs();
-  const profiling::ResourceSample r1 = profiling::SampleSelf();
+  const int64_t t1 = NowNs();
+  const ResourceSample r1 = SampleSelf();
   if (!set.ok()) return set.status();
   const catcache::CatCacheSetStats init = (*set)->Stats();
 
-  const profiling::ResourceSample r2 = profiling::SampleSelf();
-  const int64_t t2 = profiling::NowNs();
+  const ResourceSample r2 = SampleSelf();
+  const int64_t t2 = NowNs();
   absl::StatusOr<catcache::FirstQueriesResult> result = catcache::RunFirstQueries(**set, lookups);
-  const int64_t t3 = profiling::NowNs();
-  const profiling::ResourceSample r3 = profiling::SampleSelf();
+  const int64_t t3 = NowNs();
+  const ResourceSample r3 = SampleSelf();
   if (!result.ok()) return result.status();
   const catcache::CatCacheSetStats end = (*set)->Stats();
 
@@ -151,8 +151,8 @@ absl::Status MeasureInChild(const Config& c, const SyscacheProfile& profile,
     // The child's first clock and getrusage calls, and its first malloc, fault
     // in pages of their own; a real backend has made them long before
     // InitCatCache, so they are made here before anything is timed.
-    (void)profiling::SampleSelf();
-    (void)profiling::NowNs();
+    (void)SampleSelf();
+    (void)NowNs();
     std::free(std::malloc(64));
     // The child never returns into the parent's code (nor, under a test, into
     // GoogleTest's exception handler): every way out is _exit.
@@ -205,20 +205,20 @@ absl::Status MeasureZeroing(std::vector<char>& warm, ZeroSample& z) {
   // (copy-on-write) until written again, and "warm" means no fault at all.
   std::memset(warm.data(), 0, bytes);
   CompilerBarrier();
-  int64_t t0 = profiling::NowNs();
+  int64_t t0 = NowNs();
   for (int i = 0; i < kWarmPasses; ++i) {
     std::memset(warm.data(), 0, bytes);
     CompilerBarrier();
   }
-  z.warm_us = static_cast<double>(profiling::NowNs() - t0) / 1e3 / kWarmPasses;
+  z.warm_us = static_cast<double>(NowNs() - t0) / 1e3 / kWarmPasses;
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return absl::InternalError(absl::StrCat("mmap failed: ", std::strerror(errno)));
-  const profiling::ResourceSample r0 = profiling::SampleSelf();
-  t0 = profiling::NowNs();
+  const ResourceSample r0 = SampleSelf();
+  t0 = NowNs();
   std::memset(p, 0, bytes);
   CompilerBarrier();
-  const int64_t t1 = profiling::NowNs();
-  const profiling::ResourceSample r1 = profiling::SampleSelf();
+  const int64_t t1 = NowNs();
+  const ResourceSample r1 = SampleSelf();
   munmap(p, bytes);
   z.fresh_us = static_cast<double>(t1 - t0) / 1e3;
   z.fresh_faults = static_cast<double>((r1 - r0).minor_faults);
@@ -359,7 +359,7 @@ absl::Status RunCatcacheCommand(std::span<const std::string> raw_args, std::ostr
       init_us.push_back(s.init_us);
       queries_us.push_back(s.queries_us);
     }
-    const profiling::Summary init = profiling::Summarize(init_us), queries_summary = profiling::Summarize(queries_us);
+    const Summary init = Summarize(init_us), queries_summary = Summarize(queries_us);
     // Counts are deterministic for a configuration; the last sample's are shown.
     const Sample& last = ss.back();
     // Cells built in place: GCC 12 warns falsely (maybe-uninitialized) when a

@@ -71,7 +71,7 @@ absl::Status WriteSvg(const std::string& path, const std::vector<Config>& config
   for (const Config& c : configs) {
     size_t x = 0;
     while (sizes[x].bytes != c.options.backend.shared_buffers.bytes) ++x;
-    const double rate = profiling::Summarize(c.rates).median;
+    const double rate = Summarize(c.rates).median;
     if (rate <= 0) continue;
     const double us = 1e6 / rate;
     lines[c.label].push_back({x, us});
@@ -235,7 +235,7 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   };
   auto figures = [](const Config& c) {
     const lifecycle::CycleSummary s = lifecycle::Summarize(c.merged);
-    const double rate = profiling::Summarize(c.rates).median;
+    const double rate = Summarize(c.rates).median;
     const auto& ph = s.phases;
     return Figures{rate,
                    rate > 0 ? 1e6 / rate : 0,

@@ -17,8 +17,8 @@
 #include "buffers/exit_check.h"
 #include "buffers/layout_dispatch.h"
 #include "buffers/shared_buffers.h"
-#include "profiling/resource_usage.h"
-#include "profiling/summary.h"
+#include "base/resource_usage.h"
+#include "base/summary.h"
 #include "tools/flags.h"
 #include "tools/interleaved.h"
 #include "tools/machine_header.h"
@@ -95,24 +95,24 @@ void TimeWarmScan(const std::vector<Element>& table, ScanKernel kernel, bool bas
   const size_t bytes = table.size() * sizeof(Element);
   const size_t passes = std::max<size_t>(1, kScanBytesPerTiming / bytes);
   auto time_scan = [&] {
-    int64_t t0 = profiling::NowNs();
+    int64_t t0 = NowNs();
     size_t sink = 0;
     for (size_t p = 0; p < passes; ++p) {
       sink += buffers::FindNonZero(kernel, table.data(), table.size());
       CompilerBarrier();
     }
-    int64_t t1 = profiling::NowNs();
+    int64_t t1 = NowNs();
     BACKENDLAB_CHECK(sink == passes * table.size());  // the warm table is all zero
     s.scan_gbps = GbPerSecond(bytes * passes, t1 - t0);
   };
   auto time_baseline = [&] {
-    int64_t t0 = profiling::NowNs();
+    int64_t t0 = NowNs();
     uint64_t sink = 0;
     for (size_t p = 0; p < passes; ++p) {
       sink |= buffers::StreamingRead(table.data(), bytes);
       CompilerBarrier();
     }
-    int64_t t1 = profiling::NowNs();
+    int64_t t1 = NowNs();
     BACKENDLAB_CHECK(sink == 0);
     s.read_baseline_gbps = GbPerSecond(bytes * passes, t1 - t0);
   };
@@ -136,14 +136,14 @@ absl::Status MeasureOnce(uint32_t nbuffers, ScanKernel kernel, const WarmTables&
       const std::vector<BufferId> buffers = SpreadBuffers(kHeld[h], nbuffers, 1000 + h);
       const int rounds = kPairsPerTiming / kHeld[h];
       bool ok = true;
-      const int64_t t0 = profiling::NowNs();
+      const int64_t t0 = NowNs();
       for (int r = 0; r < rounds; ++r) {
         for (BufferId b : buffers) ok &= table->Pin(b).ok();
         CompilerBarrier();
         for (BufferId b : buffers) ok &= table->Unpin(b).ok();
         CompilerBarrier();
       }
-      const int64_t t1 = profiling::NowNs();
+      const int64_t t1 = NowNs();
       if (!ok) return absl::InternalError("pin/unpin failed during timing");
       s.pin_unpin_ns[h] = static_cast<double>(t1 - t0) / static_cast<double>(rounds * buffers.size());
     }
@@ -157,39 +157,39 @@ absl::Status MeasureOnce(uint32_t nbuffers, ScanKernel kernel, const WarmTables&
     // write fault of each page (the exit-check figures show those).
     bool ok = true;
     for (BufferId b : spread) ok &= table->Pin(b).ok() && table->Unpin(b).ok();
-    const int64_t t0 = profiling::NowNs();
+    const int64_t t0 = NowNs();
     for (int i = 0; i < kPairsPerTiming; ++i) {
       const BufferId b = spread[static_cast<size_t>(i) % kRandomBuffers];
       ok &= table->Pin(b).ok();
       CompilerBarrier();
       ok &= table->Unpin(b).ok();
     }
-    const int64_t t1 = profiling::NowNs();
+    const int64_t t1 = NowNs();
     if (!ok) return absl::InternalError("pin/unpin failed during timing");
     s.pin_unpin_ns_random = static_cast<double>(t1 - t0) / kPairsPerTiming;
   }
   // A fresh backend's table: allocate, a few pins, exit check (policy always), free.
   {
     const std::vector<BufferId> touched = SpreadBuffers(kFreshPins, nbuffers, 7);
-    const profiling::ResourceSample start = profiling::SampleSelf();
-    profiling::ResourceSample before_check, after_check;
+    const ResourceSample start = SampleSelf();
+    ResourceSample before_check, after_check;
     int64_t check_ns;
     {
       absl::StatusOr<T> table = T::Create(nbuffers);
       if (!table.ok()) return table.status();
       for (BufferId b : touched) (void)table->Pin(b);
       for (BufferId b : touched) (void)table->Unpin(b);
-      before_check = profiling::SampleSelf();
+      before_check = SampleSelf();
       // Only the clock inside the interval: a getrusage would cost more than
       // the whole `hash` check.
-      const int64_t t0 = profiling::NowNs();
+      const int64_t t0 = NowNs();
       buffers::ExitCheckResult result = buffers::RunExitCheck(*table, buffers::ExitCheckPolicy::kAlways, kernel);
-      check_ns = profiling::NowNs() - t0;
-      after_check = profiling::SampleSelf();
+      check_ns = NowNs() - t0;
+      after_check = SampleSelf();
       if (!result.leaks.empty()) return absl::InternalError("exit check found a leak in a clean table");
       s.bytes_per_backend = table->MemoryBytes();
     }
-    const profiling::ResourceSample life = profiling::SampleSelf() - start;
+    const ResourceSample life = SampleSelf() - start;
     s.exit_check_us = static_cast<double>(check_ns) / 1e3;
     s.exit_minor_faults = static_cast<double>((after_check - before_check).minor_faults);
     s.lifetime_us = static_cast<double>(life.wall_ns) / 1e3;
@@ -206,7 +206,7 @@ Cell Median(const std::vector<Sample>& samples, double Sample::*field, double sc
     if (s.*field >= 0) values.push_back(s.*field * scale);
   }
   if (values.empty()) return std::monostate{};
-  return profiling::Summarize(values).median;
+  return Summarize(values).median;
 }
 
 // Ratios between layouts at the same size, from medians of the same run:
@@ -345,7 +345,7 @@ absl::Status RunLayoutsCommand(std::span<const std::string> args, std::ostream& 
     const std::vector<Sample>& ss = samples[i];
     std::vector<double> exit_us;
     for (const Sample& s : ss) exit_us.push_back(s.exit_check_us);
-    const profiling::Summary exit_summary = profiling::Summarize(exit_us);
+    const Summary exit_summary = Summarize(exit_us);
     Cell scan = Median(ss, &Sample::scan_gbps), read = Median(ss, &Sample::read_baseline_gbps);
     Cell ratio = std::monostate{};
     if (std::holds_alternative<double>(scan)) ratio = std::get<double>(scan) / std::get<double>(read);
@@ -360,7 +360,7 @@ absl::Status RunLayoutsCommand(std::span<const std::string> args, std::ostream& 
     for (size_t h = 0; h < std::size(kHeld); ++h) {
       std::vector<double> v;
       for (const Sample& s : ss) v.push_back(s.pin_unpin_ns[h]);
-      row.push_back(profiling::Summarize(v).median);
+      row.push_back(Summarize(v).median);
     }
     row.push_back(Median(ss, &Sample::pin_unpin_ns_random));
     row.push_back(exit_summary.median);

@@ -3,12 +3,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
-#include "profiling/resource_usage.h"
+#include "base/resource_usage.h"
 
 namespace backendlab::tools {
 
 nlohmann::json MachineHeader() {
-  const profiling::MachineInfo m = profiling::DescribeMachine();
+  const MachineInfo m = DescribeMachine();
   return {
       {"machine",
        {{"cpu_model", m.cpu_model}, {"cores", m.cores}, {"kernel", m.kernel},

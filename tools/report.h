@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "nlohmann/json.hpp"
-#include "profiling/summary.h"
+#include "base/summary.h"
 
 namespace backendlab::tools {
 
@@ -62,7 +62,7 @@ double MedianOf(const std::vector<Sample>& samples, Field field) {
   std::vector<double> values;
   values.reserve(samples.size());
   for (const Sample& s : samples) values.push_back(static_cast<double>(field(s)));
-  return profiling::Summarize(std::move(values)).median;
+  return Summarize(std::move(values)).median;
 }
 
 }  // namespace backendlab::tools

@@ -1,5 +1,5 @@
 // getrusage/clock_gettime readings and a description of the machine.
-#include "profiling/resource_usage.h"
+#include "base/resource_usage.h"
 
 #include <sys/resource.h>
 #include <sys/utsname.h>
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string_view>
 
-namespace backendlab::profiling {
+namespace backendlab {
 namespace {
 
 
@@ -64,4 +64,4 @@ MachineInfo DescribeMachine() {
   return info;
 }
 
-}  // namespace backendlab::profiling
+}  // namespace backendlab

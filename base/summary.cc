@@ -1,10 +1,10 @@
 // Percentile summaries.
-#include "profiling/summary.h"
+#include "base/summary.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace backendlab::profiling {
+namespace backendlab {
 namespace {
 
 double Percentile(const std::vector<double>& sorted, double q) {
@@ -30,4 +30,4 @@ Summary Summarize(std::vector<double> samples) {
   return s;
 }
 
-}  // namespace backendlab::profiling
+}  // namespace backendlab

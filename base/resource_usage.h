@@ -1,12 +1,12 @@
 // Counters for one phase of a process's life: wall time, CPU time, page faults.
 // The one implementation every module and tool uses for these numbers.
-#ifndef BACKENDLAB_PROFILING_RESOURCE_USAGE_H_
-#define BACKENDLAB_PROFILING_RESOURCE_USAGE_H_
+#ifndef BACKENDLAB_BASE_RESOURCE_USAGE_H_
+#define BACKENDLAB_BASE_RESOURCE_USAGE_H_
 
 #include <cstdint>
 #include <string>
 
-namespace backendlab::profiling {
+namespace backendlab {
 
 // A reading of the calling process's counters. Reading costs one
 // clock_gettime pair and one getrusage (about a microsecond): take readings
@@ -35,6 +35,6 @@ struct MachineInfo {
 };
 MachineInfo DescribeMachine();
 
-}  // namespace backendlab::profiling
+}  // namespace backendlab
 
-#endif  // BACKENDLAB_PROFILING_RESOURCE_USAGE_H_
+#endif  // BACKENDLAB_BASE_RESOURCE_USAGE_H_

@@ -1,10 +1,10 @@
 // Medians and spreads of repeated measurements: what every report quotes.
-#ifndef BACKENDLAB_PROFILING_SUMMARY_H_
-#define BACKENDLAB_PROFILING_SUMMARY_H_
+#ifndef BACKENDLAB_BASE_SUMMARY_H_
+#define BACKENDLAB_BASE_SUMMARY_H_
 
 #include <vector>
 
-namespace backendlab::profiling {
+namespace backendlab {
 
 struct Summary {
   int count = 0;
@@ -15,6 +15,6 @@ struct Summary {
 // gives a Summary with count 0.
 Summary Summarize(std::vector<double> samples);
 
-}  // namespace backendlab::profiling
+}  // namespace backendlab
 
-#endif  // BACKENDLAB_PROFILING_SUMMARY_H_
+#endif  // BACKENDLAB_BASE_SUMMARY_H_
