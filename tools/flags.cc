@@ -54,6 +54,13 @@ absl::StatusOr<std::vector<std::string>> Flags::GetList(std::string_view name) c
   return items;
 }
 
+absl::StatusOr<bool> Flags::GetBool(std::string_view name) const {
+  const std::string text = Get(name);
+  if (text == "on") return true;
+  if (text == "off") return false;
+  return absl::InvalidArgumentError(absl::StrCat("flag '--", std::string(name), "' must be on or off, not '", text, "'"));
+}
+
 absl::StatusOr<int64_t> Flags::GetInt(std::string_view name, int64_t min, int64_t max) const {
   const std::string text = Get(name);
   int64_t value;

@@ -30,6 +30,9 @@ class Flags {
   std::string Get(std::string_view name) const;
   // A comma-separated list; empty items are an error.
   absl::StatusOr<std::vector<std::string>> GetList(std::string_view name) const;
+  // An on/off flag (default "off"; given alone it is "on"): the one boolean
+  // spelling of every command.
+  absl::StatusOr<bool> GetBool(std::string_view name) const;
   // A whole number in [min, max].
   absl::StatusOr<int64_t> GetInt(std::string_view name, int64_t min, int64_t max) const;
 
