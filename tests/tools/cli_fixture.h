@@ -1,0 +1,45 @@
+// The one fixture of every test that runs the real backendlab binary.
+#ifndef BACKENDLAB_TESTS_TOOLS_CLI_FIXTURE_H_
+#define BACKENDLAB_TESTS_TOOLS_CLI_FIXTURE_H_
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/test_util/run_program.h"
+#include "tests/test_util/temp_dir.h"
+
+namespace backendlab::tools {
+
+// Each test gets a private directory dir_ for the child's output and its
+// files, and in it a private TMPDIR (tmpdir_) for whatever the tool creates
+// there (a socket directory, a sample file), which must be empty again after
+// every run: passed, failed or interrupted.
+class CliTest : public test_util::PrivateTmpdirTest {
+ protected:
+  // Runs `backendlab args...` in dir_ and waits for it.
+  test_util::RunResult Run(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {BACKENDLAB_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test_util::RunProgram(std::move(argv), dir_);
+  }
+
+  void ExpectTmpdirEmpty() { EXPECT_TRUE(TmpdirIsEmpty()) << "the tool left files in its TMPDIR " << tmpdir_; }
+};
+
+// `args` with each of `defaults` (a "--name=value") added unless a flag of the
+// same name is given: small settings so that a bad input wrongly accepted
+// fails quickly instead of running a full default.
+inline std::vector<std::string> WithDefaults(std::vector<std::string> args, const std::vector<std::string>& defaults) {
+  for (const std::string& flag : defaults) {
+    const std::string name = flag.substr(0, flag.find('=') + 1);
+    const bool given = std::any_of(args.begin(), args.end(), [&](const std::string& a) { return a.rfind(name, 0) == 0; });
+    if (!given) args.push_back(flag);
+  }
+  return args;
+}
+
+}  // namespace backendlab::tools
+
+#endif  // BACKENDLAB_TESTS_TOOLS_CLI_FIXTURE_H_
