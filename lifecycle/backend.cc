@@ -79,6 +79,9 @@ absl::Status WaitForTerminate(int fd) {
   for (;;) {
     const ssize_t n = read(fd, &c, 1);
     if (n == 1 || n == 0) return absl::OkStatus();  // "terminate", or the client closed
+    // ECONNRESET: the client closed with our "ready" unread (a stopped or
+    // killed tool): it went away, as EOF says, and is no error of ours.
+    if (errno == ECONNRESET) return absl::OkStatus();
     if (errno != EINTR) return absl::UnavailableError(absl::StrCat("backend read: ", std::strerror(errno)));
   }
 }
@@ -188,9 +191,17 @@ absl::StatusOr<BackendEnvironment> PrepareBackendEnvironment(const BackendConfig
 }
 
 absl::Status RunBackend(const BackendEnvironment& env, int client_fd, BackendRecord& record) {
-  return buffers::WithLayout(env.config.layout, [&]<RefCountTable T>() {
+  const absl::Status status = buffers::WithLayout(env.config.layout, [&]<RefCountTable T>() {
     return RunPhases<T>(env, client_fd, record);
   });
+  // The backend's own counters at its end, so that whoever reaps it can take
+  // the kernel's teardown (wait4's totals minus these) as the reap phase.
+  const ResourceSample end = SampleSelf();
+  record.exit_cpu_ns = end.cpu_ns;
+  record.exit_minor_faults = end.minor_faults;
+  record.exit_major_faults = end.major_faults;
+  record.exit_ns = NowNs();
+  return status;
 }
 
 }  // namespace backendlab::lifecycle

@@ -52,7 +52,10 @@ absl::StatusOr<BackendEnvironment> PrepareBackendEnvironment(const BackendConfig
 // Runs the backend's phases, writing each into `record` as soon as it ends (so
 // a backend that dies leaves what it had measured). `client_fd` >= 0: send
 // "ready" after `work` and wait for "terminate" or EOF; -1 (inproc): no wait.
-// Returns the first error; the record says how far it got.
+// Last, it records its own counters and the time (exit_*), as the moment
+// the process would _exit. Returns the first error; the record says how far
+// it got. A client that went away (EOF, EPIPE, ECONNRESET) ends the session
+// as "terminate" would: no error.
 absl::Status RunBackend(const BackendEnvironment& env, int client_fd, BackendRecord& record);
 
 // The protocol's two bytes.

@@ -1,7 +1,14 @@
 // Phase names: the same words in code, CLI, JSON, CSV and docs.
 #include "lifecycle/backend_record.h"
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <iterator>
+
 #include "absl/strings/str_cat.h"
+#include "base/interrupt.h"
 
 namespace backendlab::lifecycle {
 
@@ -16,6 +23,44 @@ std::string_view PhaseName(Phase phase) {
     case Phase::kReap: return "reap";
   }
   return "?";
+}
+
+namespace {
+
+int64_t TimevalNs(const timeval& tv) { return int64_t{tv.tv_sec} * 1'000'000'000 + int64_t{tv.tv_usec} * 1000; }
+
+}  // namespace
+
+void CompleteRecord(const BackendEnd& end, BackendRecord& r) {
+  r.pid = end.pid;
+  r.reaped_ns = end.reaped_ns;
+  if (WIFSIGNALED(end.wait_status)) {
+    r.signal = WTERMSIG(end.wait_status);
+    const bool stop = std::find(std::begin(kStopSignals), std::end(kStopSignals), r.signal) != std::end(kStopSignals);
+    r.outcome = stop ? BackendOutcome::kStopped : BackendOutcome::kCrashed;
+  } else {
+    r.exit_status = WEXITSTATUS(end.wait_status);
+    r.outcome = r.exit_status == 0 ? BackendOutcome::kExited : BackendOutcome::kCrashed;
+  }
+  if (end.forked && r.child_start_ns != 0) {
+    PhaseCounters& f = r.phase[static_cast<int>(Phase::kFork)];
+    f.wall_ns = r.child_start_ns - r.accept_ns;
+    f.cpu_ns += end.fork_parent_cost.cpu_ns;
+    f.minor_faults += end.fork_parent_cost.minor_faults;
+    f.major_faults += end.fork_parent_cost.major_faults;
+    r.phases_done |= 1u << static_cast<int>(Phase::kFork);
+  }
+  if (end.usage != nullptr && r.exit_ns != 0) {
+    PhaseCounters& p = r.phase[static_cast<int>(Phase::kReap)];
+    p.wall_ns = r.reaped_ns - r.exit_ns;
+    // The kernel's teardown of the process is charged to the child: its
+    // totals at reap minus what it had used when it called _exit.
+    const rusage& u = *end.usage;
+    p.cpu_ns = std::max<int64_t>(0, TimevalNs(u.ru_utime) + TimevalNs(u.ru_stime) - r.exit_cpu_ns);
+    p.minor_faults = std::max<int64_t>(0, u.ru_minflt - r.exit_minor_faults);
+    p.major_faults = std::max<int64_t>(0, u.ru_majflt - r.exit_major_faults);
+    r.phases_done |= 1u << static_cast<int>(Phase::kReap);
+  }
 }
 
 std::string SampleTagName(int32_t tag) {

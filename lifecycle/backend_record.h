@@ -10,7 +10,10 @@
 #include <type_traits>
 
 #include "absl/status/statusor.h"
+#include "base/resource_usage.h"
 #include "profiling/perf_events.h"
+
+struct rusage;
 
 namespace backendlab::lifecycle {
 
@@ -56,6 +59,7 @@ enum class BackendOutcome : int32_t {
   kRunning = 0,  // never finished: it died before its exit (see signal)
   kExited = 1,   // ran to _exit(0)
   kCrashed = 2,  // killed by a signal or a non-zero exit
+  kStopped = 3,  // killed by a stop signal (base/interrupt.h), as every process of a ^C'd group is: no crash
 };
 
 inline constexpr int kMaxReportedLeaks = 4;
@@ -98,6 +102,22 @@ struct BackendRecord {
 };
 static_assert(std::is_trivially_copyable_v<BackendRecord>,
               "records are written to shared memory and pipes byte for byte");
+
+// A backend's end as the process that reaped it saw it.
+struct BackendEnd {
+  int32_t pid = 0;
+  int wait_status = 0;              // waitpid's; 0: exited with status 0
+  const rusage* usage = nullptr;    // wait4's totals for the child; nullptr: in-process, no reap phase
+  bool forked = true;               // false: in-process, no fork phase
+  ResourceSample fork_parent_cost;  // the postmaster's own fork() call
+  int64_t reaped_ns = 0;
+};
+
+// The one place a record is completed once its backend is gone: its pid, its
+// outcome, and the two phases that are not the backend's alone (fork: the
+// parent's fork() added to the child's start; reap: the kernel's teardown).
+// The backend writes everything else, as it goes (RunBackend).
+void CompleteRecord(const BackendEnd& end, BackendRecord& record);
 
 }  // namespace backendlab::lifecycle
 

@@ -14,8 +14,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/histogram.h"
 #include "lifecycle/backend.h"
 #include "lifecycle/backend_record.h"
+#include "lifecycle/cycle_stats.h"
 #include "profiling/sampler.h"
 
 namespace backendlab::lifecycle {
@@ -38,21 +40,27 @@ struct CycleOptions {
   std::optional<profiling::SamplerOptions> sampler;
   // Called now and then with a one-line status (for a progress line).
   std::function<void(const std::string&)> progress;
+  // Called with every measured backend's record as it arrives (tests, and
+  // callers that want each backend); the result keeps none of them whole
+  // unless they crashed or leaked (CycleStats::incidents).
+  std::function<void(const BackendRecord&)> on_record;
 };
 
+// What a run found. Every per-connection figure is a histogram: its size does
+// not grow with the number of connections.
 struct CycleResult {
-  std::vector<BackendRecord> records;      // measured backends, crashed ones included
-  std::vector<int64_t> connect_latency_ns; // connect() -> "ready" received, measured clients
-  int64_t connections = 0;                 // measured connections that reached "ready"
-  int64_t failed_connections = 0;          // closed by the server side before "ready"
-  int64_t wall_ns = 0;                     // the measured part of the run
-  std::vector<int64_t> baseline_fork_ns;   // bare fork+exit+wait, same process as the forks
-  absl::Status syscalls = absl::OkStatus();  // why syscall counts are missing, if they are
-  std::vector<absl::Status> counters_unavailable;  // why each missing --counters event is missing
-  bool interrupted = false;                // SIGINT arrived: the run stopped early, cleanly
-  bool postmaster_gone = false;            // it stopped talking before being told to stop
-  std::vector<BackendRecord> warmup_records_failed;  // warm-up backends that crashed: not figures, still failures
-  std::string socket_dir;                  // where the socket was (gone when this returns)
+  CycleStats backends;                // measured backends' phases, warm-up crashes, incidents
+  Histogram connect_latency_ns;       // connect() -> "ready" received, measured connections
+  int64_t connections = 0;            // measured connections that reached "ready"
+  int64_t failed_connections = 0;     // closed by the server side before "ready"
+  int64_t wall_ns = 0;                // the measured part of the run
+  Histogram baseline_fork_ns;         // bare fork+exit+wait, same process as the forks
+  // Why each perf event asked for (--counters, and syscalls with
+  // --syscalls=on) is missing, if it is: one line each, "<event>: unavailable: <why>".
+  std::vector<absl::Status> counters_unavailable;
+  bool syscalls_counted = false;      // --syscalls=on and the kernel allowed it
+  bool interrupted = false;           // a stop signal arrived (StopSignal() says which): stopped early, cleanly
+  std::string socket_dir;             // where the socket was (gone when this returns)
   // With options.sampler: the samples of the measured backends and of the
   // postmaster (warm-up backends left out), unsymbolized.
   std::vector<profiling::RawSample> samples;
@@ -64,12 +72,24 @@ struct CycleResult {
   int32_t postmaster_pid = 0;
 };
 
+// Adds one run's figures and counts to `total` (one configuration's rounds
+// in `compare`): histograms merged, counts and wall time summed, an
+// interruption kept. Samples are not merged.
+void MergeRound(const CycleResult& round, CycleResult& total);
+
+
 // Runs the loop. Usage errors are InvalidArgument; a run that cannot set up
-// (temp dir, bind, fork, mmap) is another error. Every child is reaped and the
-// socket and directory are removed before it returns, on every path.
+// (temp dir, bind, fork, mmap) or that fails for good on the way (a poll,
+// accept, socket, connect or fork error, the socket removed from outside) is
+// another error, one line naming the call and errno. Every child is reaped
+// and the socket and directory are removed before it returns, on every path.
+// Installs the stop handlers (base/interrupt.h); a stop requested before or
+// during the run returns a result with `interrupted` set, and the request
+// stays for the caller to see (StopSignal()).
 absl::StatusOr<CycleResult> RunCycle(const CycleOptions& options);
 
-// Validates options without running anything (the CLI's bad-input checks).
+// Validates options without running anything (the CLI's bad-input checks),
+// --clients against RLIMIT_NOFILE included.
 absl::Status ValidateCycleOptions(const CycleOptions& options);
 
 }  // namespace backendlab::lifecycle

@@ -1,19 +1,18 @@
-// Medians and spreads of a cycle's records: what `cycle` and `compare` print.
+// Medians and spreads of a run's figures: what `cycle` and `compare` print.
 #ifndef BACKENDLAB_LIFECYCLE_CYCLE_SUMMARY_H_
 #define BACKENDLAB_LIFECYCLE_CYCLE_SUMMARY_H_
 
 #include <array>
-#include <vector>
 
 #include "lifecycle/backend_record.h"
-#include "lifecycle/cycle.h"
 #include "base/summary.h"
+#include "lifecycle/cycle.h"
 
 namespace backendlab::lifecycle {
 
 struct PhaseStats {
   Summary wall_us;  // over the backends that completed the phase
-  double cpu_us = 0;           // medians
+  double cpu_us = 0;           // medians, within Histogram::kMaxRelativeError
   double minor_faults = 0;
   double major_faults = 0;
   double syscalls = -1;        // -1: not counted

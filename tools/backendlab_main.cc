@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "base/fresh_allocations.h"
+#include "base/interrupt.h"
 #include "tools/catcache_command.h"
 #include "tools/cycle_command.h"
 #include "tools/layouts_command.h"
@@ -60,7 +61,8 @@ int main(int argc, char** argv) {
     absl::Status status = c.run(args, std::cout);
     if (status.ok()) return 0;
     std::cerr << "backendlab " << c.name << ": " << status.message() << "\n";
-    if (absl::IsCancelled(status)) return 130;  // ^C: stopped cleanly, as a shell expects
+    // Stopped by a signal, cleanly: 128 + the signal, as a shell expects.
+    if (absl::IsCancelled(status)) return backendlab::StopRequested() ? backendlab::StopExitCode(backendlab::StopSignal()) : 130;
     return absl::IsInvalidArgument(status) ? 2 : 1;
   }
   std::cerr << "backendlab: unknown command '" << argv[1] << "' (try: backendlab --help)\n";

@@ -46,8 +46,7 @@ struct Config {
   lifecycle::CycleOptions options;
   std::string label;  // layout/exit-check/catcache
   std::vector<double> rates;               // conn/s per round
-  std::vector<lifecycle::BackendRecord> records;
-  lifecycle::CycleResult merged;           // records of all rounds, for the summary
+  lifecycle::CycleResult merged;           // all rounds, for the summary
   double baseline_forks_per_second = 0;
   std::string failure;  // the first run that did not end cleanly, if any
 };
@@ -217,12 +216,7 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
         if (c.failure.empty()) c.failure = std::string(outcome.message());
       }
       c.rates.push_back(s.connections_per_second);
-      c.merged.records.insert(c.merged.records.end(), r->records.begin(), r->records.end());
-      c.merged.connect_latency_ns.insert(c.merged.connect_latency_ns.end(), r->connect_latency_ns.begin(), r->connect_latency_ns.end());
-      c.merged.baseline_fork_ns.insert(c.merged.baseline_fork_ns.end(), r->baseline_fork_ns.begin(), r->baseline_fork_ns.end());
-      c.merged.connections += r->connections;
-      c.merged.failed_connections += r->failed_connections;
-      c.merged.wall_ns += r->wall_ns;
+      lifecycle::MergeRound(*r, c.merged);
       ++done;
     }
   }

@@ -80,7 +80,7 @@ absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& ou
       s.baseline_forks_per_second > 0 ? s.connections_per_second / s.baseline_forks_per_second : 0;
   out << absl::StrFormat(
       "bare fork+exit+wait in the same run: %.1f/s (median of %d) -> this configuration runs at %.2fx of that floor\n\n",
-      s.baseline_forks_per_second, static_cast<int>(result->baseline_fork_ns.size()), floor_ratio);
+      s.baseline_forks_per_second, static_cast<int>(result->baseline_fork_ns.count()), floor_ratio);
 
   Report report = PhaseReport(s, b.counters);
   report.PrintText(out);
@@ -89,7 +89,6 @@ absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& ou
   out << absl::StrFormat("backends: %d exited, %d crashed; buffer leaks reported by the exit check: %d\n", s.exited,
                          s.crashed, s.leaks);
   PrintIncidents(*result, out);
-  if (b.count_syscalls && !result->syscalls.ok()) out << result->syscalls.message() << "\n";
   for (const absl::Status& why : result->counters_unavailable) out << why.message() << "\n";
   if (b.exit_check == buffers::ExitCheckPolicy::kAssert && !kAssertChecking) {
     out << "exit-check assert: this build has no assert checking, so the check is compiled out.\n";

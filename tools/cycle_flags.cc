@@ -179,7 +179,7 @@ nlohmann::json SummaryJson(const lifecycle::CycleSummary& s, const lifecycle::Cy
           {"leaks_reported", s.leaks},
           {"wait_us_p50", s.wait_us.median},
           {"lifetime_us_p50", s.lifetime_us.median},
-          {"syscalls_available", r.syscalls.ok()},
+          {"syscalls_available", r.syscalls_counted},
           {"interrupted", r.interrupted}};
 }
 
@@ -227,7 +227,7 @@ Report PhaseReport(const lifecycle::CycleSummary& s, std::span<const profiling::
 
 absl::Status RunOutcome(const lifecycle::CycleResult& result, const lifecycle::CycleSummary& s) {
   if (result.interrupted) return absl::CancelledError("interrupted: stopped early, every backend reaped");
-  const int64_t crashed = s.crashed + static_cast<int64_t>(result.warmup_records_failed.size());
+  const int64_t crashed = s.crashed + result.backends.warmup_crashed;
   if (crashed > 0) return absl::AbortedError(absl::StrCat(crashed, " backend(s) crashed (see above)"));
   if (result.failed_connections > 0) {
     return absl::AbortedError(absl::StrCat(result.failed_connections, " connection(s) closed before \"ready\""));
@@ -239,9 +239,7 @@ absl::Status RunOutcome(const lifecycle::CycleResult& result, const lifecycle::C
 void PrintIncidents(const lifecycle::CycleResult& result, std::ostream& out) {
   int printed = 0;
   constexpr int kMaxLines = 8;
-  std::vector<lifecycle::BackendRecord> all = result.warmup_records_failed;
-  all.insert(all.end(), result.records.begin(), result.records.end());
-  for (const lifecycle::BackendRecord& r : all) {
+  for (const lifecycle::BackendRecord& r : result.backends.incidents) {
     if (printed >= kMaxLines) break;
     if (r.outcome == lifecycle::BackendOutcome::kCrashed) {
       std::string last_phase = "before init_buffers";

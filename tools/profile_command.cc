@@ -121,14 +121,12 @@ PhaseTally Tally(const lifecycle::CycleResult& result, profiling::SampleClock cl
     t.ms[static_cast<size_t>(tag)] += static_cast<double>(ns) / 1e6;
     t.total_ms += static_cast<double>(ns) / 1e6;
   };
-  for (const lifecycle::BackendRecord& r : result.records) {
-    for (lifecycle::Phase p : lifecycle::kAllPhases) {
-      if (!r.Done(p) || p == lifecycle::Phase::kReap) continue;
-      const lifecycle::PhaseCounters& c = r.phase[static_cast<int>(p)];
-      add(static_cast<int32_t>(p), wall ? c.wall_ns : c.cpu_ns);
-    }
-    if (wall && r.outcome == lifecycle::BackendOutcome::kExited) add(lifecycle::kSampleTagWait, r.WaitNs());
+  for (lifecycle::Phase p : lifecycle::kAllPhases) {
+    if (p == lifecycle::Phase::kReap) continue;
+    const lifecycle::PhaseHistograms& h = result.backends.phases[static_cast<int>(p)];
+    add(static_cast<int32_t>(p), wall ? h.wall_ns.sum() : h.cpu_ns.sum());
   }
+  if (wall) add(lifecycle::kSampleTagWait, result.backends.wait_ns.sum());
   return t;
 }
 

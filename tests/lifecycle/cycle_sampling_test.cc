@@ -64,15 +64,17 @@ class CycleSamplingTest : public test_util::PrivateTmpdirTest {
 };
 
 TEST_F(CycleSamplingTest, ForkModeSamplesEveryMeasuredBackendAndTagsItsPhases) {
-  const CycleOptions o = Options(Mode::kFork);
+  CycleOptions o = Options(Mode::kFork);
+  std::vector<BackendRecord> result_records;
+  o.on_record = [&](const BackendRecord& r) { result_records.push_back(r); };
   absl::StatusOr<CycleResult> result = RunCycle(o);
   ASSERT_TRUE(result.ok()) << result.status();
-  ASSERT_EQ(result->records.size(), static_cast<size_t>(o.connections));
+  ASSERT_EQ(result_records.size(), static_cast<size_t>(o.connections));
   // (The postmaster's buffer may fill at this rate in a slow build: that is
   // counted in samples_dropped, tested in profiling/sampler_test.cc.)
 
   std::set<int32_t> measured;
-  for (const BackendRecord& r : result->records) measured.insert(r.pid);
+  for (const BackendRecord& r : result_records) measured.insert(r.pid);
   std::set<int32_t> sampled_backends;
   std::map<int32_t, int64_t> by_tag;
   int64_t postmaster = 0, exit_check_code = 0;
@@ -111,7 +113,7 @@ TEST_F(CycleSamplingTest, ForkModeSamplesEveryMeasuredBackendAndTagsItsPhases) {
 }
 
 TEST_F(CycleSamplingTest, InprocModeSamplesThisProcessAndStopsAfterward) {
-  const CycleOptions o = Options(Mode::kInproc);
+  CycleOptions o = Options(Mode::kInproc);
   absl::StatusOr<CycleResult> result = RunCycle(o);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->samples.empty());
@@ -142,9 +144,11 @@ TEST_F(CycleSamplingTest, PerfCountersCountPerPhaseOrSayWhyNot) {
   o.backend.counters = {profiling::PerfEvent::kTaskClock, profiling::PerfEvent::kPageFaults,
                         profiling::PerfEvent::kContextSwitches, profiling::PerfEvent::kCycles,
                         profiling::PerfEvent::kInstructions};
+  std::vector<BackendRecord> result_records;
+  o.on_record = [&](const BackendRecord& r) { result_records.push_back(r); };
   absl::StatusOr<CycleResult> result = RunCycle(o);
   ASSERT_TRUE(result.ok()) << result.status();
-  ASSERT_EQ(result->records.size(), 10u);
+  ASSERT_EQ(result_records.size(), 10u);
   for (profiling::PerfEvent e : o.backend.counters) {
     const std::string name(profiling::PerfEventName(e));
     SCOPED_TRACE(name);
@@ -152,7 +156,7 @@ TEST_F(CycleSamplingTest, PerfCountersCountPerPhaseOrSayWhyNot) {
     int named = 0;
     for (const absl::Status& why : result->counters_unavailable) named += std::string(why.message()).starts_with(name + ":");
     EXPECT_EQ(named, available ? 0 : 1) << "an unavailable event is reported once, by name";
-    for (const BackendRecord& r : result->records) {
+    for (const BackendRecord& r : result_records) {
       for (Phase p : {Phase::kInitBuffers, Phase::kInitCatcache, Phase::kWork, Phase::kExitCheck, Phase::kTeardown}) {
         const PhaseCounters& c = r.phase[static_cast<int>(p)];
         const int64_t v = c.events[static_cast<int>(e)];

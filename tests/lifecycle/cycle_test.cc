@@ -2,6 +2,7 @@
 #include "lifecycle/cycle.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -15,13 +16,14 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/interrupt.h"
 #include "buffers/exit_check.h"
 #include "buffers/refcount_table.h"
 #include "buffers/shared_buffers.h"
 #include "gtest/gtest.h"
 #include "lifecycle/backend_record.h"
 #include "lifecycle/cycle_summary.h"
-#include "profiling/syscall_counter.h"
+#include "profiling/perf_events.h"
 #include "tests/lifecycle/child_processes.h"
 #include "tests/test_util/temp_dir.h"
 
@@ -55,6 +57,13 @@ CycleOptions SmallOptions(Mode mode, Layout layout, int64_t connections = 20) {
   return o;
 }
 
+// `o` with every measured backend's record appended to `records` as it
+// arrives (the result keeps histograms, not records).
+CycleOptions WithRecords(CycleOptions o, std::vector<BackendRecord>& records) {
+  o.on_record = [&records](const BackendRecord& r) { records.push_back(r); };
+  return o;
+}
+
 template <typename T>
 T Median(std::vector<T> v) {
   BACKENDLAB_CHECK(!v.empty());
@@ -62,9 +71,9 @@ T Median(std::vector<T> v) {
   return v[v.size() / 2];
 }
 
-int64_t MedianExitCheckFaults(const CycleResult& result) {
+int64_t MedianExitCheckFaults(const std::vector<BackendRecord>& records) {
   std::vector<int64_t> faults;
-  for (const BackendRecord& r : result.records) faults.push_back(r.phase[static_cast<int>(Phase::kExitCheck)].minor_faults);
+  for (const BackendRecord& r : records) faults.push_back(r.phase[static_cast<int>(Phase::kExitCheck)].minor_faults);
   return Median(faults);
 }
 
@@ -159,7 +168,8 @@ TEST_F(CycleTest, InvalidOptionsRunNothing) {
   CycleOptions o = SmallOptions(Mode::kFork, Layout::kHash);
   o.clients = 5;
   o.connections = 2;
-  absl::StatusOr<CycleResult> result = RunCycle(o);
+  std::vector<BackendRecord> result_records;
+  absl::StatusOr<CycleResult> result = RunCycle(WithRecords(o, result_records));
   ASSERT_FALSE(result.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(result.status())) << result.status();
   ExpectNothingLeft();
@@ -169,19 +179,20 @@ TEST_F(CycleTest, InvalidOptionsRunNothing) {
 
 TEST_P(CycleLayoutTest, ForkCompletesEveryConnection) {
   const CycleOptions o = SmallOptions(Mode::kFork, GetParam());
-  absl::StatusOr<CycleResult> result = RunCycle(o);
+  std::vector<BackendRecord> result_records;
+  absl::StatusOr<CycleResult> result = RunCycle(WithRecords(o, result_records));
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->connections, o.connections);
   EXPECT_EQ(result->failed_connections, 0);
   EXPECT_FALSE(result->interrupted);
   EXPECT_GT(result->wall_ns, 0);
-  ASSERT_EQ(result->records.size(), static_cast<size_t>(o.connections));
-  EXPECT_EQ(result->connect_latency_ns.size(), static_cast<size_t>(o.connections));
-  EXPECT_EQ(result->baseline_fork_ns.size(), static_cast<size_t>(2 * o.baseline_forks));  // before and after
+  ASSERT_EQ(result_records.size(), static_cast<size_t>(o.connections));
+  EXPECT_EQ(result->connect_latency_ns.count(), static_cast<int64_t>(o.connections));
+  EXPECT_EQ(result->baseline_fork_ns.count(), static_cast<int64_t>(2 * o.baseline_forks));  // before and after
 
   std::set<int64_t> sequences;
   std::set<pid_t> pids;
-  for (const BackendRecord& r : result->records) {
+  for (const BackendRecord& r : result_records) {
     SCOPED_TRACE(testing::Message() << "connection " << r.sequence);
     sequences.insert(r.sequence);
     pids.insert(r.pid);
@@ -218,18 +229,26 @@ INSTANTIATE_TEST_SUITE_P(Layouts, CycleLayoutTest, testing::ValuesIn(kLayouts), 
 TEST_F(CycleTest, ForkWithSeveralClientsCompletesEveryConnection) {
   CycleOptions o = SmallOptions(Mode::kFork, Layout::kHash, 40);
   o.clients = 4;
-  absl::StatusOr<CycleResult> result = RunCycle(o);
+  std::vector<BackendRecord> result_records;
+  absl::StatusOr<CycleResult> result = RunCycle(WithRecords(o, result_records));
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->connections, o.connections);
   EXPECT_EQ(result->failed_connections, 0);
-  ASSERT_EQ(result->records.size(), static_cast<size_t>(o.connections));
+  ASSERT_EQ(result_records.size(), static_cast<size_t>(o.connections));
   std::set<int64_t> sequences;
-  for (const BackendRecord& r : result->records) {
+  for (const BackendRecord& r : result_records) {
     sequences.insert(r.sequence);
     EXPECT_EQ(r.outcome, BackendOutcome::kExited) << "connection " << r.sequence;
     for (Phase p : kAllPhases) EXPECT_TRUE(r.Done(p)) << "connection " << r.sequence << ": " << PhaseName(p);
   }
   EXPECT_EQ(sequences.size(), static_cast<size_t>(o.connections));
+  // One warm-up rule, the postmaster's sequence numbers, for the clients too:
+  // the measured connections are exactly warmup .. warmup + N - 1, and the
+  // clients counted (and timed) exactly those.
+  EXPECT_EQ(*sequences.begin(), o.warmup);
+  EXPECT_EQ(*sequences.rbegin(), o.warmup + o.connections - 1);
+  EXPECT_EQ(result->connect_latency_ns.count(), o.connections);
+  EXPECT_EQ(result->backends.exited, o.connections);
   ExpectNothingLeft();
 }
 
@@ -238,12 +257,13 @@ TEST_F(CycleTest, ForkByDurationStopsAndRecordsEveryMeasuredConnection) {
   o.connections = 0;
   o.duration_ms = 300;
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<CycleResult> result = RunCycle(o);
+  std::vector<BackendRecord> result_records;
+  absl::StatusOr<CycleResult> result = RunCycle(WithRecords(o, result_records));
   const auto elapsed = std::chrono::steady_clock::now() - start;
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_GT(result->connections, 0);
   EXPECT_EQ(result->failed_connections, 0);
-  EXPECT_EQ(result->records.size(), static_cast<size_t>(result->connections));
+  EXPECT_EQ(result_records.size(), static_cast<size_t>(result->connections));
   // No new connection starts once the duration is over; the last one may
   // have completed just before, so wall_ns (first to last measured
   // completion) can fall short of it, but the run itself cannot.
@@ -256,7 +276,8 @@ TEST_F(CycleTest, ForkByDurationStopsAndRecordsEveryMeasuredConnection) {
 
 TEST_F(CycleTest, NoChildAndNoSocketDirectoryAfterARun) {
   const CycleOptions o = SmallOptions(Mode::kFork, Layout::kHash, 10);
-  absl::StatusOr<CycleResult> result = RunCycle(o);
+  std::vector<BackendRecord> result_records;
+  absl::StatusOr<CycleResult> result = RunCycle(WithRecords(o, result_records));
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->socket_dir.empty());
   EXPECT_EQ(result->socket_dir.rfind(tmpdir_ + "/", 0), 0u) << result->socket_dir << " is not under TMPDIR " << tmpdir_;
@@ -273,15 +294,18 @@ TEST_F(CycleTest, SyscallCountsArePresentExactlyWhenTheKernelAllowsThem) {
   // 1GB: a 512 kB table, above glibc's default mmap threshold, so its calloc
   // is an mmap whatever the heap holds.
   o.backend.shared_buffers = *buffers::ParseSharedBuffers("1GB");
-  absl::StatusOr<CycleResult> result = RunCycle(o);
+  std::vector<BackendRecord> result_records;
+  absl::StatusOr<CycleResult> result = RunCycle(WithRecords(o, result_records));
   ASSERT_TRUE(result.ok()) << result.status();
-  const absl::Status available = profiling::SyscallCounter::Availability();
-  EXPECT_EQ(result->syscalls.ok(), available.ok()) << result->syscalls;
-  if (!available.ok()) {
-    EXPECT_NE(result->syscalls.message().find("syscall counts unavailable"), std::string_view::npos);
-  }
-  ASSERT_EQ(result->records.size(), 5u);
-  for (const BackendRecord& r : result->records) {
+  const absl::Status available = profiling::PerfEventAvailability(profiling::PerfEvent::kSyscalls);
+  EXPECT_EQ(result->syscalls_counted, available.ok());
+  // The one availability path: a missing syscall count is named as any
+  // other missing counter is, once.
+  int named = 0;
+  for (const absl::Status& why : result->counters_unavailable) named += std::string(why.message()).starts_with("syscalls: unavailable: ");
+  EXPECT_EQ(named, available.ok() ? 0 : 1);
+  ASSERT_EQ(result_records.size(), 5u);
+  for (const BackendRecord& r : result_records) {
     for (Phase p : kAllPhases) {
       const int64_t n = r.phase[static_cast<int>(p)].syscalls;
       if (available.ok() && p != Phase::kFork && p != Phase::kReap) {
@@ -322,6 +346,145 @@ TEST_F(CycleTest, NoChildAndNoFilesWhenTheSocketPathIsTooLong) {
   ExpectNothingLeft();
 }
 
+// ---- bounded figures --------------------------------------------------------------
+
+// Every histogram of a result, and the records it keeps whole, in bytes.
+size_t Footprint(const CycleResult& r) {
+  size_t buckets = r.connect_latency_ns.buckets_used() + r.baseline_fork_ns.buckets_used() +
+                   r.backends.wait_ns.buckets_used() + r.backends.lifetime_ns.buckets_used();
+  for (const PhaseHistograms& h : r.backends.phases) {
+    buckets += h.wall_ns.buckets_used() + h.cpu_ns.buckets_used() + h.minor_faults.buckets_used() +
+               h.major_faults.buckets_used() + h.syscalls.buckets_used();
+    for (const Histogram& e : h.events) buckets += e.buckets_used();
+  }
+  return buckets * sizeof(uint64_t) + r.backends.incidents.capacity() * sizeof(BackendRecord);
+}
+
+// What a result holds is bounded by constants, whatever the number of
+// connections: every backend here leaks a pin, so every one is an incident,
+// and only the first kMaxIncidents are kept whole.
+TEST_F(CycleTest, ResultSizeDoesNotDependOnTheNumberOfConnections) {
+  constexpr size_t kHistograms = 4 + kNumPhases * (5 + kNumPerfEvents);
+  constexpr size_t kBound = kHistograms * Histogram::kMaxBuckets * sizeof(uint64_t) + kMaxIncidents * sizeof(BackendRecord);
+  for (int64_t connections : {20, 300}) {
+    SCOPED_TRACE(connections);
+    CycleOptions o = SmallOptions(Mode::kFork, Layout::kArray, connections);
+    o.backend.exit_check = ExitCheckPolicy::kAlways;
+    o.backend.leak_pins = 1;
+    absl::StatusOr<CycleResult> result = RunCycle(o);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->backends.exited, connections);
+    EXPECT_EQ(result->backends.leaks, connections);
+    EXPECT_EQ(result->backends.incidents.size(), kMaxIncidents);
+    EXPECT_EQ(result->backends.incidents_dropped, connections - static_cast<int64_t>(kMaxIncidents));
+    EXPECT_LE(Footprint(*result), kBound);
+    // Figures that are exact whatever the bound: counts and sums.
+    EXPECT_EQ(result->backends.phases[static_cast<int>(Phase::kExitCheck)].wall_ns.count(), connections);
+    EXPECT_EQ(result->connect_latency_ns.count(), connections);
+  }
+  ExpectNothingLeft();
+}
+
+TEST_F(CycleTest, MergeRoundAddsCountsAndHistograms) {
+  const CycleOptions o = SmallOptions(Mode::kInproc, Layout::kHash, 10);
+  absl::StatusOr<CycleResult> first = RunCycle(o);
+  absl::StatusOr<CycleResult> second = RunCycle(o);
+  ASSERT_TRUE(first.ok() && second.ok());
+  CycleResult total;
+  MergeRound(*first, total);
+  MergeRound(*second, total);
+  EXPECT_EQ(total.connections, 20);
+  EXPECT_EQ(total.backends.exited, 20);
+  EXPECT_EQ(total.connect_latency_ns.count(), 20);
+  EXPECT_EQ(total.baseline_fork_ns.count(), first->baseline_fork_ns.count() + second->baseline_fork_ns.count());
+  EXPECT_EQ(total.wall_ns, first->wall_ns + second->wall_ns);
+  const Histogram& work = total.backends.phases[static_cast<int>(Phase::kWork)].wall_ns;
+  EXPECT_EQ(work.count(), 20);
+  EXPECT_EQ(work.sum(), first->backends.phases[static_cast<int>(Phase::kWork)].wall_ns.sum() +
+                            second->backends.phases[static_cast<int>(Phase::kWork)].wall_ns.sum());
+  EXPECT_FALSE(total.interrupted);
+  ExpectNothingLeft();
+}
+
+// ---- stops and failures on the way ------------------------------------------------
+
+class CycleStopTest : public CycleTest {
+ protected:
+  void TearDown() override {
+    ResetStopRequestForTesting();
+    CycleTest::TearDown();
+  }
+};
+
+// A stop asked for before a run (^C during the previous configuration of a
+// matrix) runs nothing; RunCycle never forgets it.
+TEST_F(CycleStopTest, AStopRequestedBeforeTheRunRunsNothing) {
+  RequestStop(SIGTERM);
+  absl::StatusOr<CycleResult> result = RunCycle(SmallOptions(Mode::kFork, Layout::kHash, 10));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->interrupted);
+  EXPECT_EQ(result->connections, 0);
+  EXPECT_EQ(StopSignal(), SIGTERM) << "the request is the caller's to see";
+  ExpectNothingLeft();
+}
+
+// Each stop signal, arriving mid-run: the run stops early, every backend
+// reaped, the directory removed, and the signal is still the process's.
+TEST_F(CycleStopTest, AStopSignalMidRunStopsCleanly) {
+  for (int signal : kStopSignals) {
+    SCOPED_TRACE(signal);
+    ResetStopRequestForTesting();
+    CycleOptions o = SmallOptions(Mode::kFork, Layout::kHash, 1000);
+    int seen = 0;
+    o.on_record = [&](const BackendRecord&) {
+      if (++seen == 5) raise(signal);  // RunCycle installed the handlers
+    };
+    absl::StatusOr<CycleResult> result = RunCycle(o);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_TRUE(result->interrupted);
+    EXPECT_LT(result->connections, o.connections);
+    EXPECT_EQ(StopSignal(), signal);
+    ExpectNothingLeft();
+  }
+}
+
+// The socket directory removed from outside mid-run: the next connect fails
+// for good (ENOENT), and the run ends with that line instead of hanging.
+TEST_F(CycleTest, SocketDirectoryRemovedMidRunEndsTheRunWithOneLine) {
+  CycleOptions o = SmallOptions(Mode::kFork, Layout::kHash, 1000);
+  int seen = 0;
+  o.on_record = [&](const BackendRecord&) {
+    if (++seen != 3) return;
+    for (const auto& entry : std::filesystem::directory_iterator(tmpdir_)) std::filesystem::remove_all(entry.path());
+  };
+  absl::StatusOr<CycleResult> result = RunCycle(o);
+  ASSERT_FALSE(result.ok());
+  EXPECT_FALSE(absl::IsInvalidArgument(result.status())) << result.status();
+  const std::string message(result.status().message());
+  EXPECT_NE(message.find("connect to "), std::string::npos) << message;
+  EXPECT_NE(message.find("ENOENT"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  ExpectNothingLeft();
+}
+
+TEST(CycleValidateTest, ClientsBeyondTheOpenFileLimitAreAUsageError) {
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit low = saved;
+  low.rlim_cur = 64;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  CycleOptions o;
+  o.clients = 64;
+  o.connections = 100;
+  const absl::Status s = ValidateCycleOptions(o);
+  o.clients = 8;
+  const absl::Status fits = ValidateCycleOptions(o);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("ulimit -n"), std::string_view::npos) << s;
+  EXPECT_TRUE(fits.ok()) << fits;
+}
+
 // ---- a backend killed mid-run ----------------------------------------------------
 
 TEST_F(CycleTest, KilledBackendIsReportedAndTheRunContinues) {
@@ -329,17 +492,18 @@ TEST_F(CycleTest, KilledBackendIsReportedAndTheRunContinues) {
   constexpr int64_t kKilled = 7;
   ASSERT_GE(kKilled, o.warmup);
   o.backend.kill_backend = kKilled;
-  absl::StatusOr<CycleResult> result = RunCycle(o);
+  std::vector<BackendRecord> result_records;
+  absl::StatusOr<CycleResult> result = RunCycle(WithRecords(o, result_records));
   ASSERT_TRUE(result.ok()) << result.status();
 
   // The killed backend never sends "ready": its client counts a failed
   // connection, every other connection completes, and all N have a record.
   EXPECT_EQ(result->connections, o.connections - 1);
   EXPECT_EQ(result->failed_connections, 1);
-  EXPECT_EQ(result->connect_latency_ns.size(), static_cast<size_t>(o.connections - 1));
-  ASSERT_EQ(result->records.size(), static_cast<size_t>(o.connections));
+  EXPECT_EQ(result->connect_latency_ns.count(), static_cast<int64_t>(o.connections - 1));
+  ASSERT_EQ(result_records.size(), static_cast<size_t>(o.connections));
   int crashed = 0;
-  for (const BackendRecord& r : result->records) {
+  for (const BackendRecord& r : result_records) {
     SCOPED_TRACE(testing::Message() << "connection " << r.sequence);
     if (r.sequence != kKilled) {
       EXPECT_EQ(r.outcome, BackendOutcome::kExited);
@@ -379,9 +543,10 @@ TEST_P(CycleLeakTest, ExitCheckFindsThePlantedLeakExactlyWhenItRuns) {
   CycleOptions o = SmallOptions(Mode::kFork, GetParam().layout, 10);
   o.backend.exit_check = GetParam().policy;
   o.backend.leak_pins = 2;
-  absl::StatusOr<CycleResult> result = RunCycle(o);
+  std::vector<BackendRecord> result_records;
+  absl::StatusOr<CycleResult> result = RunCycle(WithRecords(o, result_records));
   ASSERT_TRUE(result.ok()) << result.status();
-  ASSERT_EQ(result->records.size(), static_cast<size_t>(o.connections));
+  ASSERT_EQ(result_records.size(), static_cast<size_t>(o.connections));
 
   bool check_runs = false;
   switch (GetParam().policy) {
@@ -396,7 +561,7 @@ TEST_P(CycleLeakTest, ExitCheckFindsThePlantedLeakExactlyWhenItRuns) {
       }
       break;
   }
-  for (const BackendRecord& r : result->records) {
+  for (const BackendRecord& r : result_records) {
     SCOPED_TRACE(testing::Message() << "connection " << r.sequence);
     EXPECT_EQ(r.outcome, BackendOutcome::kExited) << "a leak is reported, never a crash";
     EXPECT_TRUE(r.Done(Phase::kExitCheck));
@@ -438,12 +603,12 @@ INSTANTIATE_TEST_SUITE_P(LayoutsAndPolicies, CycleLeakTest, testing::ValuesIn(Al
 TEST_F(CycleTest, PhasesAndWaitAddUpToTheLifetime) {
   CycleOptions o = SmallOptions(Mode::kFork, Layout::kArray, 30);
   o.backend.exit_check = ExitCheckPolicy::kAlways;
-  absl::StatusOr<CycleResult> result = RunCycle(o);
+  std::vector<BackendRecord> result_records;
+  absl::StatusOr<CycleResult> result = RunCycle(WithRecords(o, result_records));
   ASSERT_TRUE(result.ok()) << result.status();
-  ASSERT_EQ(result->records.size(), static_cast<size_t>(o.connections));
+  ASSERT_EQ(result_records.size(), static_cast<size_t>(o.connections));
 
-  std::vector<int64_t> lifetimes, unaccounted;
-  for (const BackendRecord& r : result->records) {
+  for (const BackendRecord& r : result_records) {
     SCOPED_TRACE(testing::Message() << "connection " << r.sequence);
     ASSERT_EQ(r.outcome, BackendOutcome::kExited);
     int64_t sum = 0;
@@ -462,21 +627,11 @@ TEST_F(CycleTest, PhasesAndWaitAddUpToTheLifetime) {
     // The phases and the wait are disjoint intervals of accept -> reaped on
     // one clock, so they can never add up to more than the lifetime.
     EXPECT_LE(sum + r.WaitNs(), r.LifetimeNs());
-    lifetimes.push_back(r.LifetimeNs());
-    unaccounted.push_back(r.LifetimeNs() - sum - r.WaitNs());
   }
-  // What they leave out are the gaps between phases: nearly all of it is the
-  // child's setup before init_buffers begins (closing fds, prctl, the signal
-  // mask, opening the syscall counter, and the copy-on-write and first-touch
-  // faults of the code that runs: about 25 faults), the rest the clock reads
-  // themselves. On this VM that is ~13% of the median lifetime when idle and
-  // up to ~31% with two such tests sharing the 2 cores (the faults suffer
-  // most from contention). A descheduled backend can make one record's gap
-  // large, so the bound is on the median record: at most a third of its
-  // lifetime plus 2 ms. A dropped phase is caught above (wall_ns > 0), a
-  // double-counted one by the exact upper bound.
-  const int64_t tolerance = Median(lifetimes) / 3 + 2'000'000;
-  EXPECT_LE(Median(unaccounted), tolerance) << "median lifetime " << Median(lifetimes) << " ns";
+  // What they leave out are the gaps between phases (the child's setup before
+  // init_buffers, the clock reads): how large is a figure, not a behaviour,
+  // so no proportion is asserted. A dropped phase is caught above
+  // (wall_ns > 0), a double-counted one by the exact upper bound.
   ExpectNothingLeft();
 }
 
@@ -488,13 +643,15 @@ TEST_F(CycleTest, ArrayExitCheckFaultsGrowWithSharedBuffers) {
   CycleOptions o = SmallOptions(Mode::kFork, Layout::kArray, 15);
   o.backend.exit_check = ExitCheckPolicy::kAlways;
   o.backend.work_pins = 0;
-  absl::StatusOr<CycleResult> small = RunCycle(o);
+  std::vector<BackendRecord> small_records;
+  absl::StatusOr<CycleResult> small = RunCycle(WithRecords(o, small_records));
   ASSERT_TRUE(small.ok()) << small.status();
   o.backend.shared_buffers = Size("1GB");
-  absl::StatusOr<CycleResult> large = RunCycle(o);
+  std::vector<BackendRecord> large_records;
+  absl::StatusOr<CycleResult> large = RunCycle(WithRecords(o, large_records));
   ASSERT_TRUE(large.ok()) << large.status();
 
-  const int64_t small_faults = MedianExitCheckFaults(*small), large_faults = MedianExitCheckFaults(*large);
+  const int64_t small_faults = MedianExitCheckFaults(small_records), large_faults = MedianExitCheckFaults(large_records);
   EXPECT_GT(large_faults, small_faults);
   // 131072 buffers x 4 bytes = 128 pages, nearly all first touched by the scan.
   EXPECT_GE(large_faults, 100);
@@ -506,9 +663,10 @@ TEST_F(CycleTest, HashExitCheckFaultsDoNotGrowWithSharedBuffers) {
   CycleOptions o = SmallOptions(Mode::kFork, Layout::kHash, 15);
   o.backend.exit_check = ExitCheckPolicy::kAlways;
   o.backend.shared_buffers = Size("1GB");
-  absl::StatusOr<CycleResult> result = RunCycle(o);
+  std::vector<BackendRecord> result_records;
+  absl::StatusOr<CycleResult> result = RunCycle(WithRecords(o, result_records));
   ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_LE(MedianExitCheckFaults(*result), 8);
+  EXPECT_LE(MedianExitCheckFaults(result_records), 8);
   ExpectNothingLeft();
 }
 
@@ -516,13 +674,14 @@ TEST_F(CycleTest, HashExitCheckFaultsDoNotGrowWithSharedBuffers) {
 
 TEST_F(CycleTest, InprocRunsEveryBackendWithoutForkOrReap) {
   const CycleOptions o = SmallOptions(Mode::kInproc, Layout::kHash);
-  absl::StatusOr<CycleResult> result = RunCycle(o);
+  std::vector<BackendRecord> result_records;
+  absl::StatusOr<CycleResult> result = RunCycle(WithRecords(o, result_records));
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->connections, o.connections);
   EXPECT_EQ(result->failed_connections, 0);
   EXPECT_TRUE(result->socket_dir.empty());
-  ASSERT_EQ(result->records.size(), static_cast<size_t>(o.connections));
-  for (const BackendRecord& r : result->records) {
+  ASSERT_EQ(result_records.size(), static_cast<size_t>(o.connections));
+  for (const BackendRecord& r : result_records) {
     SCOPED_TRACE(testing::Message() << "backend " << r.sequence);
     EXPECT_EQ(r.outcome, BackendOutcome::kExited);
     EXPECT_GE(r.sequence, o.warmup);
@@ -543,10 +702,11 @@ TEST_F(CycleTest, InprocReportsAPlantedLeak) {
   CycleOptions o = SmallOptions(Mode::kInproc, Layout::kArray, 10);
   o.backend.exit_check = ExitCheckPolicy::kAlways;
   o.backend.leak_pins = 2;
-  absl::StatusOr<CycleResult> result = RunCycle(o);
+  std::vector<BackendRecord> result_records;
+  absl::StatusOr<CycleResult> result = RunCycle(WithRecords(o, result_records));
   ASSERT_TRUE(result.ok()) << result.status();
-  ASSERT_EQ(result->records.size(), static_cast<size_t>(o.connections));
-  for (const BackendRecord& r : result->records) EXPECT_EQ(r.leaks_found, 2) << "backend " << r.sequence;
+  ASSERT_EQ(result_records.size(), static_cast<size_t>(o.connections));
+  for (const BackendRecord& r : result_records) EXPECT_EQ(r.leaks_found, 2) << "backend " << r.sequence;
   ExpectNothingLeft();
 }
 

@@ -1,8 +1,13 @@
-// The real `backendlab cycle` and `compare`: usage errors, crashes, leaks, ^C and cleanup, as a user sees them.
+// The real `backendlab cycle` and `compare`: usage errors, crashes, leaks,
+// stop signals, a removed socket, resource limits and cleanup, as a user sees them.
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +17,7 @@
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -25,6 +31,7 @@
 #include "tests/lifecycle/child_processes.h"
 #include "tests/test_util/run_program.h"
 #include "tests/test_util/temp_dir.h"
+#include "tests/tools/cli_fixture.h"
 #include "tools/cycle_flags.h"
 
 extern char** environ;
@@ -44,18 +51,23 @@ int CountLinesContaining(const std::string& text, const std::string& part) {
       std::count_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(part) != std::string::npos; }));
 }
 
-// Each test gets a private directory for the child's output, and in it a
-// private TMPDIR for the tool's socket directory, which must be empty again
-// after every run (passed, failed or interrupted).
-class CycleCliTest : public test_util::PrivateTmpdirTest {
+// The shared fixture: a private dir_ and TMPDIR per test. Orphans of the
+// tool (a postmaster or backend it failed to reap) are reparented to this
+// test process instead of init, so they show up as its children.
+class CycleCliTest : public CliTest {
  protected:
-  RunResult Run(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {BACKENDLAB_CLI_PATH};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return test_util::RunProgram(std::move(argv), dir_);
-  }
+  static void SetUpTestSuite() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
 
-  void ExpectTmpdirEmpty() { EXPECT_TRUE(TmpdirIsEmpty()) << "the tool left files in its TMPDIR " << tmpdir_; }
+  // No process of the tool outlived it; kills any that did, so that a failure
+  // leaves nothing behind.
+  void ExpectNoProcessLeft() {
+    const std::vector<pid_t> left = test_util::ChildrenOf(getpid());
+    EXPECT_TRUE(left.empty()) << left.size() << " process(es) of the tool outlived it";
+    for (pid_t pid : left) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
 };
 
 // Small settings for the flags a bad-input case does not set, so that a bad
@@ -304,13 +316,15 @@ TEST_F(CycleCliTest, CompareSmallMatrixExitsZero) {
   ExpectTmpdirEmpty();
 }
 
-// ---- ^C ------------------------------------------------------------------------------
+// ---- stop signals, a removed socket, resource limits ----------------------------
 
-// A spawned tool with its output in files; killed and reaped if the test
-// leaves before it has.
+// A spawned tool with its output in files, optionally in a process group of
+// its own (as a shell job is: a signal to the group reaches the tool, its
+// postmaster and its backends at once); killed and reaped if the test leaves
+// before it has.
 class SpawnedTool {
  public:
-  SpawnedTool(std::vector<std::string> args, const std::string& dir) {
+  SpawnedTool(std::vector<std::string> args, const std::string& dir, bool own_group = false) {
     std::vector<char*> argv;
     for (std::string& s : args) argv.push_back(s.data());
     argv.push_back(nullptr);
@@ -319,7 +333,14 @@ class SpawnedTool {
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 1, (dir + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_addopen(&actions, 2, (dir + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    if (own_group) {
+      posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+      posix_spawnattr_setpgroup(&attr, 0);
+    }
+    if (posix_spawn(&pid_, argv[0], &actions, &attr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);
   }
   ~SpawnedTool() {
@@ -339,6 +360,15 @@ class SpawnedTool {
     return status_;
   }
 
+  // Its wait status, waiting up to `limit`; nullopt if it still runs.
+  std::optional<int> WaitFor(std::chrono::seconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!Poll() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return Poll();
+  }
+
  private:
   pid_t pid_ = -1;
   std::optional<int> status_;
@@ -353,57 +383,174 @@ std::optional<std::string> FindSocket(const std::string& tmpdir) {
   return std::nullopt;
 }
 
-TEST_F(CycleCliTest, SigintStopsTheRunCleanlyWithExit130) {
-  // Orphans of the tool (a postmaster or backend it failed to reap) are
-  // reparented to this process instead of init, so they show up below as
-  // its children.
-  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
-  using Clock = std::chrono::steady_clock;
-  SpawnedTool tool({BACKENDLAB_CLI_PATH, "cycle", "--duration=60s", "--shared-buffers=128MB", "--work-lookups=10",
-                    "--warmup=2"},
-                   dir_);
-  ASSERT_GT(tool.pid(), 0);
+std::vector<std::string> LongCycle() {
+  return {BACKENDLAB_CLI_PATH, "cycle", "--duration=60s", "--shared-buffers=128MB", "--work-lookups=10", "--warmup=2"};
+}
 
-  // Running: the socket is bound and the postmaster forked. Generous
-  // deadlines: an ASan build on a loaded VM starts slowly.
-  const auto start_deadline = Clock::now() + std::chrono::seconds(20);
+// Waits until `tool` is running: its socket bound and its postmaster forked.
+// Generous deadlines: an ASan build on a loaded VM starts slowly. The
+// socket's path, or nullopt (with a failure) if it never got there.
+std::optional<std::string> WaitUntilRunning(SpawnedTool& tool, const std::string& tmpdir, const std::string& dir) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   std::optional<std::string> socket;
-  std::vector<pid_t> postmaster;
-  while (Clock::now() < start_deadline && !tool.Poll()) {
-    if (!socket) socket = FindSocket(tmpdir_);
-    if (socket) postmaster = ChildrenOf(tool.pid());
-    if (!postmaster.empty()) break;
+  while (std::chrono::steady_clock::now() < deadline && !tool.Poll()) {
+    if (!socket) socket = FindSocket(tmpdir);
+    if (socket && test_util::ChildrenOf(tool.pid()).size() == 1) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  ASSERT_FALSE(tool.Poll()) << "the tool exited early: " << ReadFile(dir_ + "/stderr");
-  ASSERT_TRUE(socket) << "no socket appeared in " << tmpdir_;
-  ASSERT_EQ(postmaster.size(), 1u) << "the tool's one child is the postmaster";
-  // Let connections come and go so that ^C lands mid-cycle.
+  EXPECT_FALSE(tool.Poll()) << "the tool exited early: " << ReadFile(dir + "/stderr");
+  EXPECT_TRUE(socket) << "no socket appeared in " << tmpdir;
+  if (tool.Poll() || !socket) return std::nullopt;
+  // Let connections come and go so that the signal lands mid-cycle.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  return socket;
+}
+
+TEST_F(CycleCliTest, SigintStopsTheRunCleanlyWithExit130) {
+  SpawnedTool tool(LongCycle(), dir_);
+  ASSERT_GT(tool.pid(), 0);
+  ASSERT_TRUE(WaitUntilRunning(tool, tmpdir_, dir_));
+  const std::vector<pid_t> postmaster = ChildrenOf(tool.pid());
 
   ASSERT_EQ(kill(tool.pid(), SIGINT), 0);
-  const auto sent = Clock::now();
-  std::optional<int> status;
-  while (!(status = tool.Poll()) && Clock::now() - sent < std::chrono::seconds(10)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const std::optional<int> status = tool.WaitFor(std::chrono::seconds(10));
   ASSERT_TRUE(status) << "still running 10 s after SIGINT";
   EXPECT_TRUE(WIFEXITED(*status)) << "killed by the signal instead of stopping cleanly: status " << *status;
   if (WIFEXITED(*status)) {
     EXPECT_EQ(WEXITSTATUS(*status), 130);
   }
-
-  const std::vector<pid_t> left = ChildrenOf(getpid());
-  EXPECT_TRUE(left.empty()) << left.size() << " process(es) of the tool outlived it";
-  EXPECT_EQ(kill(postmaster[0], 0), -1) << "the postmaster " << postmaster[0] << " outlived the tool";
-  for (pid_t pid : left) {  // so that a failure here leaves nothing behind
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
-  }
+  ExpectNoProcessLeft();
+  for (pid_t pid : postmaster) EXPECT_EQ(kill(pid, 0), -1) << "the postmaster " << pid << " outlived the tool";
   ExpectTmpdirEmpty();
+  // One line: backends whose client went away at the stop say nothing.
   const std::string err = ReadFile(dir_ + "/stderr");
   EXPECT_TRUE(IsOneLineStartingWith(err, "backendlab cycle: "));
   EXPECT_NE(err.find("interrupted"), std::string::npos) << err;
+}
+
+// The stop signals sent to the whole process group, as a terminal does (^C,
+// ^\, a hang-up) and `timeout`/`kill -- -PGID` do: the tool, its postmaster
+// and its backends all get it. Exit 128 + the signal, nothing left.
+class CycleStopSignalTest : public CycleCliTest, public testing::WithParamInterface<int> {};
+
+TEST_P(CycleStopSignalTest, StopsTheWholeGroupCleanly) {
+  const int signal = GetParam();
+  SpawnedTool tool(LongCycle(), dir_, /*own_group=*/true);
+  ASSERT_GT(tool.pid(), 0);
+  ASSERT_TRUE(WaitUntilRunning(tool, tmpdir_, dir_));
+
+  ASSERT_EQ(kill(-tool.pid(), signal), 0);
+  const std::optional<int> status = tool.WaitFor(std::chrono::seconds(10));
+  ASSERT_TRUE(status) << "still running 10 s after " << strsignal(signal);
+  EXPECT_TRUE(WIFEXITED(*status)) << "killed by the signal instead of stopping cleanly: status " << *status;
+  if (WIFEXITED(*status)) {
+    EXPECT_EQ(WEXITSTATUS(*status), 128 + signal);
+  }
+  ExpectNoProcessLeft();
+  ExpectTmpdirEmpty();
+  const std::string err = ReadFile(dir_ + "/stderr");
+  EXPECT_TRUE(IsOneLineStartingWith(err, "backendlab cycle: ")) << strsignal(signal);
+  EXPECT_NE(err.find("interrupted"), std::string::npos) << err;
+  EXPECT_EQ(CountLinesContaining(ReadFile(dir_ + "/stdout"), "crashed:"), 0)
+      << "backends stopped by the signal are not crashes";
+}
+
+std::string SignalParamName(const testing::TestParamInfo<int>& param) { return sigabbrev_np(param.param); }
+
+INSTANTIATE_TEST_SUITE_P(Signals, CycleStopSignalTest, testing::Values(SIGINT, SIGTERM, SIGHUP, SIGQUIT), SignalParamName);
+
+// The socket's directory removed from outside mid-run: one line naming the
+// failed call and errno, exit 1, instead of a silent hang.
+TEST_F(CycleCliTest, SocketDirectoryRemovedMidRunEndsWithOneLine) {
+  SpawnedTool tool(LongCycle(), dir_);
+  ASSERT_GT(tool.pid(), 0);
+  const std::optional<std::string> socket = WaitUntilRunning(tool, tmpdir_, dir_);
+  ASSERT_TRUE(socket);
+  std::filesystem::remove_all(std::filesystem::path(*socket).parent_path());
+
+  const std::optional<int> status = tool.WaitFor(std::chrono::seconds(10));
+  ASSERT_TRUE(status) << "still running 10 s after its socket directory was removed";
+  ASSERT_TRUE(WIFEXITED(*status)) << *status;
+  EXPECT_EQ(WEXITSTATUS(*status), 1);
+  const std::string err = ReadFile(dir_ + "/stderr");
+  EXPECT_TRUE(IsOneLineStartingWith(err, "backendlab cycle: connect to ")) << err;
+  EXPECT_NE(err.find("ENOENT"), std::string::npos) << err;
+  ExpectNoProcessLeft();
+  ExpectTmpdirEmpty();
+}
+
+// More clients than `ulimit -n` allows sockets for: a usage error up front
+// (poll() would fail with EINVAL on every turn), saying what is needed.
+TEST_F(CycleCliTest, ClientsBeyondTheOpenFileLimitAreAUsageError) {
+  const RunResult r = test_util::RunProgram(
+      {"/bin/sh", "-c", "ulimit -n 64 && exec \"$0\" \"$@\"", BACKENDLAB_CLI_PATH, "cycle", "--clients=64",
+       "--connections=100", "--shared-buffers=128MB"},
+      dir_);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab cycle: --clients=64 needs `ulimit -n ")) << r.err;
+  EXPECT_EQ(r.out, "");
+  ExpectTmpdirEmpty();
+}
+
+// Processes of `uid`, from /proc: what RLIMIT_NPROC counts.
+int ProcessesOf(uid_t uid) {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    std::ifstream status(entry.path() / "status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("Uid:", 0) != 0) continue;
+      std::istringstream fields(line.substr(4));
+      uid_t real = 0;
+      if (fields >> real && real == uid) ++n;
+      break;
+    }
+  }
+  return n;
+}
+
+// fork() refused in the postmaster (RLIMIT_NPROC reached): one line naming
+// fork and its errno, exit 1, nothing left, instead of a line per connection.
+// Root ignores RLIMIT_NPROC, so as root the tool runs as `nobody`.
+TEST_F(CycleCliTest, ForkRefusedEndsTheRunWithOneLine) {
+  uid_t uid = geteuid();
+  gid_t gid = getegid();
+  if (uid == 0) {
+    const passwd* nobody = getpwnam("nobody");
+    if (nobody == nullptr) GTEST_SKIP() << "running as root and there is no user nobody to make RLIMIT_NPROC count";
+    uid = nobody->pw_uid;
+    gid = nobody->pw_gid;
+    // nobody must reach the binary's TMPDIR; the output files are opened
+    // before the switch.
+    ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
+    ASSERT_EQ(chmod(tmpdir_.c_str(), 0777), 0);
+  }
+  // The tool and its postmaster fit; not one more process of that user.
+  const rlim_t limit = static_cast<rlim_t>(ProcessesOf(uid) + 2);
+  const std::string out = dir_ + "/stdout", err = dir_ + "/stderr";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0) _exit(126);
+    if (getuid() == 0 && (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0)) _exit(125);
+    const rlimit nproc = {limit, limit};
+    if (setrlimit(RLIMIT_NPROC, &nproc) != 0) _exit(124);
+    execl(BACKENDLAB_CLI_PATH, BACKENDLAB_CLI_PATH, "cycle", "--connections=20", "--shared-buffers=128MB",
+          "--work-lookups=10", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  ASSERT_LT(WEXITSTATUS(status), 124) << "could not set up the child: " << WEXITSTATUS(status);
+  EXPECT_EQ(WEXITSTATUS(status), 1) << ReadFile(err);
+  const std::string errors = ReadFile(err);
+  EXPECT_TRUE(IsOneLineStartingWith(errors, "backendlab cycle: postmaster: fork: ")) << errors;
+  EXPECT_NE(errors.find("EAGAIN"), std::string::npos) << errors;
+  ExpectNoProcessLeft();
+  ExpectTmpdirEmpty();
 }
 
 }  // namespace

@@ -1,0 +1,346 @@
+// The postmaster process: poll over the listening socket, a signalfd for
+// SIGCHLD and the control pipe; accept, fork, reap, report.
+#include "lifecycle/internal/postmaster.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "base/check.h"
+#include "base/fresh_allocations.h"
+#include "base/interrupt.h"
+#include "base/resource_usage.h"
+#include "lifecycle/internal/io.h"
+#include "lifecycle/internal/protocol.h"
+#include "lifecycle/internal/sample_slots.h"
+
+namespace backendlab::lifecycle::internal {
+namespace {
+
+// How long the postmaster waits for its backends after being told to stop
+// before it SIGKILLs them: a backend whose client is gone exits at once.
+constexpr int64_t kStopGraceNs = 5'000'000'000;
+
+class Postmaster {
+ public:
+  explicit Postmaster(const PostmasterConfig& config) : c_(config), results_fd_(config.results_fd) {}
+
+  [[noreturn]] void Main();
+
+ private:
+  // A tool that is gone reads nothing more: stop sending, keep reaping and
+  // cleaning up (SIGPIPE is ignored in Main).
+  void Send(const Message& m) {
+    if (results_fd_ >= 0 && !WriteAll(results_fd_, &m, sizeof m)) {
+      close(results_fd_);
+      results_fd_ = -1;
+    }
+  }
+
+  void SendBaseline() {
+    for (int i = 0; i < c_.baseline_forks; ++i) {
+      Message m{};
+      m.type = Message::kBaselineFork;
+      m.value = BareFork();
+      if (m.value >= 0) Send(m);
+    }
+  }
+
+  // A call that failed for good: tell the tool (one message, which it turns
+  // into the run's one line), stop accepting, and end with status 1 once the
+  // live backends are reaped.
+  void Fail(FailedCall call, int error) {
+    if (failed_) return;
+    failed_ = true;
+    Message m{};
+    m.type = Message::kFailed;
+    m.call = call;
+    m.value = error;
+    Send(m);
+    StopAccepting();
+  }
+
+  void StopAccepting() {
+    if (stopping_) return;
+    stopping_ = true;
+    stop_deadline_ = NowNs() + kStopGraceNs;
+    close(c_.listen_fd);  // no new connections from now on
+    unlink(c_.socket_path.c_str());
+  }
+
+  [[noreturn]] void BackendChild(size_t slot, int client_fd, int sigfd);
+  void Accept(int sigfd);
+  void Reap();
+  void AppendSamples(int64_t sequence, const profiling::SampleBuffer& buffer);
+  void StartSampling();
+  void KillAndReapAll();
+  void RemoveFiles() {
+    unlink(c_.socket_path.c_str());
+    rmdir(c_.dir.c_str());
+  }
+
+  const PostmasterConfig& c_;
+  int results_fd_;
+  std::optional<SampleSlots> sample_slots_;
+  int64_t samples_lost_ = 0;  // after a failed write to samples_fd
+  BackendRecord* slots_ = nullptr;  // shared with the backends
+  std::vector<bool> slot_used_;
+  std::vector<ResourceSample> fork_parent_cost_;  // per slot
+  std::map<pid_t, size_t> live_;                   // pid -> slot
+  int64_t next_sequence_ = 0;
+  pid_t pid_ = 0;
+  bool stopping_ = false;
+  bool failed_ = false;
+  int64_t stop_deadline_ = 0;
+};
+
+void Postmaster::BackendChild(size_t slot, int client_fd, int sigfd) {
+  BackendRecord& record = slots_[slot];
+  // Timers are not inherited: arm this backend's before anything else, so
+  // its start-up is sampled too (tagged `fork`, as the postmaster left it).
+  if (sample_slots_) {
+    if (absl::Status s = profiling::Sampler::RestartAfterFork(sample_slots_->Backend(slot)); !s.ok()) {
+      std::fprintf(stderr, "backendlab backend %d: not sampled: %s\n", getpid(), std::string(s.message()).c_str());
+    }
+  }
+  prctl(PR_SET_NAME, "backend");  // the name perf's samples carry
+  close(c_.listen_fd);
+  close(c_.control_fd);
+  if (results_fd_ >= 0) close(results_fd_);
+  if (c_.samples_fd >= 0) close(c_.samples_fd);
+  close(sigfd);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the postmaster
+  if (getppid() != pid_) _exit(1);   // it died before prctl took effect
+  UseDefaultMallocThresholds();
+  DefaultStopSignals();  // a backend dies of ^C as any process of the group does
+  signal(SIGPIPE, SIG_DFL);
+  sigset_t all;
+  sigemptyset(&all);
+  sigprocmask(SIG_SETMASK, &all, nullptr);
+  const absl::Status status = RunBackend(*c_.env, client_fd, record);
+  if (!status.ok()) std::fprintf(stderr, "backendlab backend %d: %s\n", getpid(), std::string(status.message()).c_str());
+  _exit(status.ok() ? 0 : 3);
+}
+
+void Postmaster::Accept(int sigfd) {
+  const int fd = accept4(c_.listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+  if (fd < 0) {
+    // The client gave up (ECONNABORTED), or no connection after all: try
+    // again on the next turn. Anything else (EMFILE, ENOMEM, ...) would
+    // fail the same way forever.
+    if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED) Fail(FailedCall::kAccept, errno);
+    return;
+  }
+  const int64_t accepted = NowNs();
+  size_t slot = 0;
+  while (slot_used_[slot]) ++slot;  // Accept is only polled for when one is free
+  BackendRecord& record = slots_[slot];
+  record = BackendRecord{};
+  record.sequence = next_sequence_++;
+  record.accept_ns = accepted;
+  // The client learns its connection's sequence number first, so that it
+  // tells warm-up connections from measured ones by the same rule. A client
+  // already gone makes this fail; its backend then finds it gone too.
+  (void)WriteAll(fd, &record.sequence, sizeof record.sequence);
+  const ResourceSample before = SampleSelf();
+  if (sample_slots_) {
+    // The postmaster's own samples count from the first measured backend's
+    // fork on, like every other figure; a backend's slot is emptied for it.
+    if (record.sequence == c_.warmup) profiling::Sampler::SetBuffer(sample_slots_->Postmaster());
+    sample_slots_->Backend(slot)->Reset();
+    profiling::SetSampleTag(static_cast<int32_t>(Phase::kFork));  // fork() is the fork phase's start
+  }
+  const pid_t pid = fork();
+  if (pid == 0) BackendChild(slot, fd, sigfd);
+  const int fork_error = errno;
+  profiling::SetSampleTag(kSampleTagPostmaster);
+  fork_parent_cost_[slot] = SampleSelf() - before;
+  close(fd);
+  if (pid < 0) {
+    // Out of processes (RLIMIT_NPROC, pid_max) or memory: every later
+    // connection would fail the same way.
+    Fail(FailedCall::kFork, fork_error);
+    return;
+  }
+  slot_used_[slot] = true;
+  live_[pid] = slot;
+}
+
+void Postmaster::Reap() {
+  int status;
+  rusage usage;
+  pid_t pid;
+  while ((pid = wait4(-1, &status, WNOHANG, &usage)) != 0) {
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      live_.clear();  // ECHILD: nothing left to wait for (children reaped elsewhere)
+      break;
+    }
+    auto it = live_.find(pid);
+    if (it == live_.end()) continue;
+    const size_t slot = it->second;
+    live_.erase(it);
+    Message m{};
+    m.type = Message::kBackend;
+    m.record = slots_[slot];  // the child is gone: its writes are all visible
+    CompleteRecord({.pid = pid,
+                    .wait_status = status,
+                    .usage = &usage,
+                    .forked = true,
+                    .fork_parent_cost = fork_parent_cost_[slot],
+                    .reaped_ns = NowNs()},
+                   m.record);
+    if (sample_slots_) AppendSamples(m.record.sequence, *sample_slots_->Backend(slot));
+    slot_used_[slot] = false;
+    Send(m);
+  }
+}
+
+void Postmaster::Main() {
+  // The tool handles the stop signals and tells us to stop by closing the
+  // control pipe, which also happens if the tool dies: either way we drain
+  // and clean up. Without this, ^C to the process group would kill us before
+  // we removed the socket.
+  IgnoreStopSignals();
+  signal(SIGPIPE, SIG_IGN);
+  // Children must be reapable whatever disposition the tool inherited.
+  signal(SIGCHLD, SIG_DFL);
+  pid_ = getpid();
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, nullptr);
+  const int sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  BACKENDLAB_CHECK(sigfd >= 0);
+  void* shared = mmap(nullptr, c_.nslots * sizeof(BackendRecord), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  BACKENDLAB_CHECK(shared != MAP_FAILED);
+  slots_ = static_cast<BackendRecord*>(shared);
+  slot_used_.assign(c_.nslots, false);
+  fork_parent_cost_.assign(c_.nslots, {});
+  prctl(PR_SET_NAME, "postmaster");
+  if (c_.sampler) StartSampling();
+
+  SendBaseline();
+  while (!stopping_ || !live_.empty()) {
+    const bool can_accept = !stopping_ && live_.size() < c_.nslots;
+    pollfd fds[3] = {{sigfd, POLLIN, 0}, {c_.control_fd, POLLIN, 0}, {c_.listen_fd, POLLIN, 0}};
+    const int nfds = can_accept ? 3 : 2;
+    if (stopping_) fds[1].fd = -1;
+    const int n = poll(fds, static_cast<nfds_t>(nfds), stopping_ ? 100 : -1);
+    if (n < 0 && errno != EINTR) {
+      Fail(FailedCall::kPoll, errno);
+      KillAndReapAll();
+      _exit(1);
+    }
+    if (n < 0) continue;
+    if (fds[0].revents & POLLIN) {
+      signalfd_siginfo info;
+      while (read(sigfd, &info, sizeof info) == sizeof info) {
+      }
+      Reap();
+    }
+    if (!stopping_ && (fds[1].revents & (POLLIN | POLLHUP))) {
+      char c;
+      if (read(c_.control_fd, &c, 1) <= 0) StopAccepting();
+    }
+    if (can_accept && !stopping_ && (fds[2].revents & POLLIN)) Accept(sigfd);
+    if (stopping_ && NowNs() > stop_deadline_) {
+      for (const auto& [pid, slot] : live_) kill(pid, SIGKILL);
+      stop_deadline_ = INT64_MAX;
+    }
+    Reap();
+  }
+  if (sample_slots_) {  // before the closing bare forks: they are not the run
+    profiling::Sampler::Stop();
+    AppendSamples(-1, *sample_slots_->Postmaster());
+  }
+  if (samples_lost_ > 0) {
+    Message m{};
+    m.type = Message::kSamplesLost;
+    m.value = samples_lost_;
+    Send(m);
+  }
+  if (!failed_) SendBaseline();
+  if (results_fd_ >= 0) close(results_fd_);
+  RemoveFiles();
+  _exit(failed_ ? 1 : 0);
+}
+
+// Appends a process's samples to the run's sample file. After a failed
+// write (a full disk) the file is cut back to its last whole chunk and no
+// more is written: the tool gets every sample before, and the count lost.
+void Postmaster::AppendSamples(int64_t sequence, const profiling::SampleBuffer& buffer) {
+  if (c_.samples_fd < 0) return;
+  if (samples_lost_ > 0) {
+    samples_lost_ += buffer.size();
+    return;
+  }
+  if (!AppendSampleChunk(c_.samples_fd, sequence, buffer)) {
+    std::fprintf(stderr, "backendlab postmaster: writing samples: %s; no more samples are kept\n", std::strerror(errno));
+    samples_lost_ += std::max<uint32_t>(1, buffer.size());
+  }
+}
+
+// The postmaster samples itself from here on; each backend re-arms the
+// timer for itself (BackendChild). A sampler that cannot start fails the
+// run: a profile with holes would mislead.
+void Postmaster::StartSampling() {
+  absl::StatusOr<SampleSlots> created = SampleSlots::Create(c_.nslots);
+  absl::Status s = created.status();
+  if (s.ok()) {
+    sample_slots_.emplace(*std::move(created));
+    profiling::SetSampleTag(kSampleTagPostmaster);
+    s = profiling::Sampler::Start(*c_.sampler, sample_slots_->Postmaster());
+    profiling::Sampler::SetBuffer(nullptr);  // until the first measured backend (Accept)
+  }
+  if (!s.ok()) {
+    std::fprintf(stderr, "backendlab postmaster: cannot sample: %s\n", std::string(s.message()).c_str());
+    RemoveFiles();
+    _exit(1);
+  }
+}
+
+void Postmaster::KillAndReapAll() {
+  for (const auto& [pid, slot] : live_) kill(pid, SIGKILL);
+  while (!live_.empty()) {
+    int status;
+    const pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid < 0) break;
+    live_.erase(pid);
+  }
+  RemoveFiles();
+}
+
+}  // namespace
+
+void RunPostmaster(const PostmasterConfig& config) {
+  Postmaster postmaster(config);
+  postmaster.Main();
+}
+
+int64_t BareFork() {
+  const int64_t t0 = NowNs();
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  if (pid < 0) return -1;
+  int status;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return NowNs() - t0;
+}
+
+}  // namespace backendlab::lifecycle::internal

@@ -1,0 +1,43 @@
+// The mock postmaster: a forked process that accepts connections on a Unix
+// socket, forks a backend for each, reaps it, completes its record and sends
+// it to the tool. Not for other modules.
+#ifndef BACKENDLAB_LIFECYCLE_INTERNAL_POSTMASTER_H_
+#define BACKENDLAB_LIFECYCLE_INTERNAL_POSTMASTER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "lifecycle/backend.h"
+#include "profiling/sampler.h"
+
+namespace backendlab::lifecycle::internal {
+
+struct PostmasterConfig {
+  const BackendEnvironment* env = nullptr;
+  int listen_fd = -1;
+  int control_fd = -1;  // EOF: stop (the tool closed it, or died)
+  int results_fd = -1;  // Messages (protocol.h) to the tool
+  int samples_fd = -1;  // with a sampler: where reaped backends' samples go
+  int baseline_forks = 0;
+  int64_t warmup = 0;   // IsWarmup (protocol.h)
+  std::optional<profiling::SamplerOptions> sampler;
+  std::string socket_path;
+  std::string dir;
+  size_t nslots = 0;    // backends alive or not yet reaped at once
+};
+
+// Runs the postmaster in the calling (just forked) process until the control
+// pipe reaches EOF and every backend is reaped; removes the socket and the
+// directory; exits 0, or 1 after a failure it has reported (Message::kFailed).
+// Ignores the stop signals: the tool stops it through the control pipe.
+[[noreturn]] void RunPostmaster(const PostmasterConfig& config);
+
+// One bare fork + _exit + waitpid, in ns (-1 if fork failed): the floor every
+// backend starts from.
+int64_t BareFork();
+
+}  // namespace backendlab::lifecycle::internal
+
+#endif  // BACKENDLAB_LIFECYCLE_INTERNAL_POSTMASTER_H_
