@@ -142,7 +142,7 @@ void SetPerfEventOpenForTesting(PerfEventOpenFn fn);
 namespace internal {
 
 // The "<reason>" part of an Unavailable status from this file ("" for any
-// other status), for syscall_counter.cc, which words its messages its own way.
+// other status), for callers that word their messages their own way.
 std::string_view UnavailableReason(const absl::Status& status);
 
 }  // namespace internal

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "profiling/syscall_counter.h"
 
 namespace backendlab::profiling {
 namespace {
@@ -159,15 +158,6 @@ TEST_F(PerfEventsTest, RefusalsNameTheEventTheReasonAndTheWayOut) {
   } else {
     EXPECT_TRUE(Contains(Message(syscalls), "perf_event_paranoid is " + ParanoidLevel()));
   }
-
-  // SyscallCounter keeps its own wording around the same reason.
-  const absl::Status counter = SyscallCounter::Availability();
-  EXPECT_TRUE(absl::IsUnavailable(counter));
-  EXPECT_EQ(Message(counter), "syscall counts unavailable: " +
-                                  Message(syscalls).substr(std::string("syscalls: unavailable: ").size()));
-  absl::StatusOr<SyscallCounter> opened = SyscallCounter::Open();
-  ASSERT_FALSE(opened.ok());
-  EXPECT_EQ(opened.status(), counter);
 }
 
 TEST_F(PerfEventsTest, AvailabilityIsProbedOncePerEvent) {
@@ -353,27 +343,6 @@ TEST_F(PerfEventsTest, SyscallsBetweenReadAllsHoldOneRead) {
   for (int i = 0; i < 3; ++i) syscall(SYS_getppid);
   counters.ReadAll(PerfCounters::PhaseEdge::kEnd, end);
   EXPECT_EQ(end[0] - begin[0] - 1, 3);
-}
-
-TEST_F(PerfEventsTest, SyscallCounterKeepsItsContract) {
-  static_assert(!std::is_copy_constructible_v<SyscallCounter> && std::is_nothrow_move_constructible_v<SyscallCounter>);
-  const absl::Status available = SyscallCounter::Availability();
-  absl::StatusOr<SyscallCounter> counter = SyscallCounter::Open();
-  ASSERT_EQ(counter.ok(), available.ok()) << counter.status();
-  if (!available.ok()) {
-    EXPECT_TRUE(absl::IsUnavailable(available));
-    EXPECT_TRUE(BeginsWith(Message(available), "syscall counts unavailable: "));
-    EXPECT_GT(Message(available).size(), std::string("syscall counts unavailable: ").size());
-    EXPECT_EQ(counter.status(), available);
-    return;
-  }
-  const int64_t first = counter->Read();
-  for (int i = 0; i < 3; ++i) syscall(SYS_getppid);
-  const int64_t second = counter->Read();
-  EXPECT_EQ(second - first, 3 + 1);
-  SyscallCounter moved = *std::move(counter);
-  EXPECT_GT(moved.Read(), second);
-  EXPECT_EQ(counter->Read(), -1) << "a moved-from counter reads -1";
 }
 
 }  // namespace
