@@ -125,8 +125,7 @@ void Postmaster::BackendChild(size_t slot, int client_fd, int sigfd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the postmaster
   if (getppid() != pid_) _exit(1);   // it died before prctl took effect
   UseDefaultMallocThresholds();
-  DefaultStopSignals();  // a backend dies of ^C as any process of the group does
-  signal(SIGPIPE, SIG_DFL);
+  DefaultStopSignals();  // a backend dies of ^C as any process of the group does (SIGPIPE stays ignored)
   sigset_t all;
   sigemptyset(&all);
   sigprocmask(SIG_SETMASK, &all, nullptr);
