@@ -23,7 +23,7 @@ namespace {
 const SyscacheProfile& Profile(int64_t index) {
   static const std::vector<SyscacheProfile> profiles = [] {
     std::vector<SyscacheProfile> out;
-    for (const ProfileName& p : kProfileNames) out.push_back(*BuiltinProfile(p.name));
+    for (const SyscacheName& p : kSyscacheNames) out.push_back(*BuiltinProfile(p.name));
     return out;
   }();
   return profiles[static_cast<size_t>(index)];
@@ -86,13 +86,13 @@ void BM_FirstQueries(benchmark::State& state) {
 
 void StrategyProfileArgs(benchmark::internal::Benchmark* b) {
   for (int64_t s = 0; s < static_cast<int64_t>(std::size(kAllBucketStrategies)); ++s) {
-    for (int64_t p = 0; p < static_cast<int64_t>(std::size(kProfileNames)); ++p) b->Args({s, p});
+    for (int64_t p = 0; p < static_cast<int64_t>(std::size(kSyscacheNames)); ++p) b->Args({s, p});
   }
   b->ArgNames({"strategy", "profile"})->UseManualTime();
 }
 void QueriesArgs(benchmark::internal::Benchmark* b) {
   for (int64_t s = 0; s < static_cast<int64_t>(std::size(kAllBucketStrategies)); ++s) {
-    for (int64_t p = 0; p < static_cast<int64_t>(std::size(kProfileNames)); ++p) {
+    for (int64_t p = 0; p < static_cast<int64_t>(std::size(kSyscacheNames)); ++p) {
       for (int64_t n : {1000, 20000}) b->Args({s, p, n});
     }
   }
