@@ -76,7 +76,6 @@ TEST(LayoutExperimentTest, FreshBackendCountsItsTableAndFindsNoLeak) {
       RunFreshBackend<ArrayRefCount>(16'384, touched, ExitCheckPolicy::kAlways, ScanKernel::kNaive);
   ASSERT_TRUE(fresh.ok()) << fresh.status();
   EXPECT_EQ(fresh->bytes, sizeof(ArrayRefCount) + 4u * 16'384);
-  EXPECT_GE(fresh->lifetime.wall_ns, fresh->exit_check_ns);
 }
 
 }  // namespace
