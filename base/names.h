@@ -3,6 +3,7 @@
 #ifndef BACKENDLAB_BASE_NAMES_H_
 #define BACKENDLAB_BASE_NAMES_H_
 
+#include <array>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -20,6 +21,15 @@ struct NamedValue {
   Enum value;
   std::string_view name;
 };
+
+// The values of `table`, in its order: the list to loop over every value.
+//   inline constexpr auto kAllLayouts = ValuesOf(kLayoutNames);
+template <typename Enum, size_t N>
+constexpr std::array<Enum, N> ValuesOf(const NamedValue<Enum> (&table)[N]) {
+  std::array<Enum, N> values{};
+  for (size_t i = 0; i < N; ++i) values[i] = table[i].value;
+  return values;
+}
 
 // The name of `value` in `table`; "?" for a value the table lacks (a bug).
 template <typename Enum, size_t N>

@@ -2,6 +2,7 @@
 #ifndef BACKENDLAB_BASE_SUMMARY_H_
 #define BACKENDLAB_BASE_SUMMARY_H_
 
+#include <utility>
 #include <vector>
 
 namespace backendlab {
@@ -14,6 +15,15 @@ struct Summary {
 // Percentiles by linear interpolation between closest ranks; an empty input
 // gives a Summary with count 0.
 Summary Summarize(std::vector<double> samples);
+
+// The median of field(s) over `samples`: what a report's cells quote.
+template <typename Sample, typename Field>
+double MedianOf(const std::vector<Sample>& samples, Field field) {
+  std::vector<double> values;
+  values.reserve(samples.size());
+  for (const Sample& s : samples) values.push_back(static_cast<double>(field(s)));
+  return Summarize(std::move(values)).median;
+}
 
 }  // namespace backendlab
 

@@ -6,17 +6,10 @@
 
 namespace backendlab::buffers {
 
-std::string_view ExitCheckPolicyName(ExitCheckPolicy policy) {
-  switch (policy) {
-    case ExitCheckPolicy::kAlways: return "always";
-    case ExitCheckPolicy::kAssert: return "assert";
-    case ExitCheckPolicy::kOff: return "off";
-  }
-  return "?";
-}
+std::string_view ExitCheckPolicyName(ExitCheckPolicy policy) { return NameOf(policy, kExitCheckPolicyNames); }
 
 absl::StatusOr<ExitCheckPolicy> ParseExitCheckPolicy(std::string_view name) {
-  return ParseName(name, kAllExitCheckPolicies, ExitCheckPolicyName, "exit-check policy");
+  return ParseName(name, kExitCheckPolicyNames, "exit-check policy");
 }
 
 std::string FormatLeakWarning(const Leak& leak) {

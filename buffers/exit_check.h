@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/check.h"
+#include "base/names.h"
 #include "buffers/refcount_table.h"
 #include "buffers/scan_kernels.h"
 
@@ -19,10 +20,10 @@ enum class ExitCheckPolicy {
   kAssert,  // only in builds with BACKENDLAB_USE_ASSERT_CHECKING (PostgreSQL >= 9.1)
   kOff,     // never
 };
-inline constexpr ExitCheckPolicy kAllExitCheckPolicies[] = {
-    ExitCheckPolicy::kAlways, ExitCheckPolicy::kAssert, ExitCheckPolicy::kOff};
+inline constexpr NamedValue<ExitCheckPolicy> kExitCheckPolicyNames[] = {
+    {ExitCheckPolicy::kAlways, "always"}, {ExitCheckPolicy::kAssert, "assert"}, {ExitCheckPolicy::kOff, "off"}};
+inline constexpr auto kAllExitCheckPolicies = ValuesOf(kExitCheckPolicyNames);
 
-// "always", "assert", "off".
 std::string_view ExitCheckPolicyName(ExitCheckPolicy policy);
 absl::StatusOr<ExitCheckPolicy> ParseExitCheckPolicy(std::string_view name);
 

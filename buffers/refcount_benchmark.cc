@@ -1,14 +1,16 @@
 // Micro-benchmarks of the refcount layouts: pin/unpin, a backend's whole table
 // lifetime (fresh allocation + exit check, with page faults), and warm scans
-// beside a streaming-read baseline.
-#include <algorithm>
+// beside a streaming-read baseline. The pin/unpin loop and the lifetime are
+// the layout experiment's own measured functions (buffers/layout_experiment.h).
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "buffers/exit_check.h"
 #include "buffers/layout_dispatch.h"
+#include "buffers/layout_experiment.h"
 #include "buffers/scan_kernels.h"
 #include "buffers/shared_buffers.h"
 #include "base/resource_usage.h"
@@ -21,17 +23,6 @@ constexpr int64_t kNBuffers128MB = (int64_t{128} << 20) / kBlockSize;
 constexpr int64_t kNBuffers1GB = (int64_t{1} << 30) / kBlockSize;
 constexpr int64_t kNBuffers8GB = (int64_t{8} << 30) / kBlockSize;
 constexpr int64_t kNBuffers32GB = (int64_t{32} << 30) / kBlockSize;
-
-std::vector<BufferId> DistinctBuffers(size_t count, uint32_t nbuffers, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<BufferId> pick(0, nbuffers - 1);
-  std::vector<BufferId> out;
-  while (out.size() < count) {
-    BufferId b = pick(rng);
-    if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
-  }
-  return out;
-}
 
 template <RefCountTable T>
 T MustCreate(benchmark::State& state, uint32_t nbuffers) {
@@ -47,14 +38,9 @@ void BM_PinUnpinHeld(benchmark::State& state) {
   const uint32_t nbuffers = kNBuffers1GB;
   const auto held = static_cast<size_t>(state.range(0));
   T table = MustCreate<T>(state, nbuffers);
-  const std::vector<BufferId> buffers = DistinctBuffers(held, nbuffers, 42);
+  const std::vector<BufferId> buffers = SpreadBuffers(static_cast<int>(held), nbuffers, 42);
   for (auto _ : state) {
-    for (BufferId b : buffers) {
-      if (!table.Pin(b).ok()) state.SkipWithError("pin failed");
-    }
-    for (BufferId b : buffers) {
-      if (!table.Unpin(b).ok()) state.SkipWithError("unpin failed");
-    }
+    if (!PinUnpinHeld(table, buffers, 1)) state.SkipWithError("pin/unpin failed");
   }
   // Seconds per pin+unpin pair (shown with an SI prefix: "2.1n" is 2.1 ns).
   state.counters["per_pair"] = benchmark::Counter(
@@ -84,27 +70,28 @@ BENCHMARK_TEMPLATE(BM_PinUnpinRandom, ArrayRefCount)->Arg(kNBuffers1GB)->Arg(kNB
 BENCHMARK_TEMPLATE(BM_PinUnpinRandom, ByteRefCount)->Arg(kNBuffers1GB)->Arg(kNBuffers32GB);
 BENCHMARK_TEMPLATE(BM_PinUnpinRandom, HashRefCount)->Arg(kNBuffers1GB)->Arg(kNBuffers32GB);
 
-// A backend's whole table: allocate fresh, pin and unpin a few buffers, run the
-// exit check under a policy, free. Real time, and minor faults per backend,
-// because the cost of a fresh calloc'd table is in faulting its pages.
+// A backend's whole table, as `backendlab layouts` measures it: allocate
+// fresh, pin and unpin a few buffers, run the exit check under a policy, free.
+// Manual time (the lifetime), and minor faults per backend, because the cost
+// of a fresh calloc'd table is in faulting its pages.
 template <RefCountTable T>
 void BM_TableLifetime(benchmark::State& state) {
   const auto nbuffers = static_cast<uint32_t>(state.range(0));
   const auto policy = static_cast<ExitCheckPolicy>(state.range(1));
-  const std::vector<BufferId> touched = DistinctBuffers(4, nbuffers, 1);
+  const std::vector<BufferId> touched = SpreadBuffers(kFreshPins, nbuffers, 7);
   size_t bytes = 0;
-  const ResourceSample before = SampleSelf();
+  int64_t faults = 0;
   for (auto _ : state) {
-    T table = MustCreate<T>(state, nbuffers);
-    for (BufferId b : touched) (void)table.Pin(b);
-    for (BufferId b : touched) (void)table.Unpin(b);
-    ExitCheckResult result = RunExitCheck(table, policy, ScanKernel::kSimd);
-    if (!result.leaks.empty()) state.SkipWithError("unexpected leak");
-    bytes = table.MemoryBytes();
+    absl::StatusOr<FreshBackend> fresh = RunFreshBackend<T>(nbuffers, touched, policy, ScanKernel::kSimd);
+    if (!fresh.ok()) {
+      state.SkipWithError(std::string(fresh.status().message()).c_str());
+      break;
+    }
+    state.SetIterationTime(static_cast<double>(fresh->lifetime.wall_ns) / 1e9);
+    faults += fresh->lifetime.minor_faults;
+    bytes = fresh->bytes;
   }
-  const ResourceSample used = SampleSelf() - before;
-  state.counters["minor_faults"] = benchmark::Counter(static_cast<double>(used.minor_faults),
-                                                      benchmark::Counter::kAvgIterations);
+  state.counters["minor_faults"] = benchmark::Counter(static_cast<double>(faults), benchmark::Counter::kAvgIterations);
   state.counters["bytes_per_backend"] = static_cast<double>(bytes);
   state.SetLabel(std::string(ExitCheckPolicyName(policy)));
 }
@@ -112,7 +99,7 @@ void LifetimeArgs(benchmark::internal::Benchmark* b) {
   for (int64_t n : {kNBuffers128MB, kNBuffers1GB, kNBuffers8GB, kNBuffers32GB}) {
     for (ExitCheckPolicy p : kAllExitCheckPolicies) b->Args({n, static_cast<int64_t>(p)});
   }
-  b->ArgNames({"nbuffers", "policy"})->UseRealTime();
+  b->ArgNames({"nbuffers", "policy"})->UseManualTime();
 }
 BENCHMARK_TEMPLATE(BM_TableLifetime, ArrayRefCount)->Apply(LifetimeArgs);
 BENCHMARK_TEMPLATE(BM_TableLifetime, ByteRefCount)->Apply(LifetimeArgs);

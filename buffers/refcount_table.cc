@@ -6,18 +6,9 @@
 
 namespace backendlab::buffers {
 
-std::string_view LayoutName(Layout layout) {
-  switch (layout) {
-    case Layout::kArray: return "array";
-    case Layout::kBytes: return "bytes";
-    case Layout::kHash: return "hash";
-  }
-  return "?";
-}
+std::string_view LayoutName(Layout layout) { return NameOf(layout, kLayoutNames); }
 
-absl::StatusOr<Layout> ParseLayout(std::string_view name) {
-  return ParseName(name, kAllLayouts, LayoutName, "layout");
-}
+absl::StatusOr<Layout> ParseLayout(std::string_view name) { return ParseName(name, kLayoutNames, "layout"); }
 
 absl::Status ValidateNBuffers(uint64_t nbuffers) {
   if (nbuffers == 0) return absl::InvalidArgumentError("NBuffers must be at least 1");

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/names.h"
 #include "buffers/scan_kernels.h"
 
 namespace backendlab::buffers {
@@ -32,9 +33,11 @@ struct Leak {
 };
 
 enum class Layout { kArray, kBytes, kHash };
-inline constexpr Layout kAllLayouts[] = {Layout::kArray, Layout::kBytes, Layout::kHash};
-
 // "array", "bytes", "hash": the same words everywhere.
+inline constexpr NamedValue<Layout> kLayoutNames[] = {
+    {Layout::kArray, "array"}, {Layout::kBytes, "bytes"}, {Layout::kHash, "hash"}};
+inline constexpr auto kAllLayouts = ValuesOf(kLayoutNames);
+
 std::string_view LayoutName(Layout layout);
 absl::StatusOr<Layout> ParseLayout(std::string_view name);
 

@@ -89,6 +89,8 @@ uint64_t WordStreamingRead(const uint8_t* data, size_t n) {
 }
 
 enum class SimdImpl { kAvx2, kSse2, kWord };
+constexpr NamedValue<SimdImpl> kSimdImplNames[] = {
+    {SimdImpl::kAvx2, "avx2"}, {SimdImpl::kSse2, "sse2"}, {SimdImpl::kWord, "word"}};
 
 SimdImpl DetectSimd() {
 #if defined(__x86_64__)
@@ -123,27 +125,13 @@ size_t FindByte(ScanKernel kernel, const uint8_t* data, size_t n) {
 
 }  // namespace
 
-std::string_view ScanKernelName(ScanKernel kernel) {
-  switch (kernel) {
-    case ScanKernel::kNaive: return "naive";
-    case ScanKernel::kWord: return "word";
-    case ScanKernel::kSimd: return "simd";
-  }
-  return "?";
-}
+std::string_view ScanKernelName(ScanKernel kernel) { return NameOf(kernel, kScanKernelNames); }
 
 absl::StatusOr<ScanKernel> ParseScanKernel(std::string_view name) {
-  return ParseName(name, kAllScanKernels, ScanKernelName, "scan kernel");
+  return ParseName(name, kScanKernelNames, "scan kernel");
 }
 
-std::string_view SimdImplementationName() {
-  switch (kSimdImpl) {
-    case SimdImpl::kAvx2: return "avx2";
-    case SimdImpl::kSse2: return "sse2";
-    case SimdImpl::kWord: return "word";
-  }
-  return "?";
-}
+std::string_view SimdImplementationName() { return NameOf(kSimdImpl, kSimdImplNames); }
 
 size_t FindNonZero(ScanKernel kernel, const uint8_t* data, size_t n) {
   return FindByte(kernel, data, n);

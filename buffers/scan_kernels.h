@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "base/names.h"
 
 namespace backendlab::buffers {
 
@@ -16,10 +17,10 @@ enum class ScanKernel {
   kWord,   // eight bytes per iteration, portable
   kSimd,   // AVX2 when the CPU has it (checked at run time), else SSE2 / word
 };
-inline constexpr ScanKernel kAllScanKernels[] = {ScanKernel::kNaive, ScanKernel::kWord,
-                                                 ScanKernel::kSimd};
+inline constexpr NamedValue<ScanKernel> kScanKernelNames[] = {
+    {ScanKernel::kNaive, "naive"}, {ScanKernel::kWord, "word"}, {ScanKernel::kSimd, "simd"}};
+inline constexpr auto kAllScanKernels = ValuesOf(kScanKernelNames);
 
-// "naive", "word", "simd".
 std::string_view ScanKernelName(ScanKernel kernel);
 absl::StatusOr<ScanKernel> ParseScanKernel(std::string_view name);
 

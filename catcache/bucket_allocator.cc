@@ -8,18 +8,10 @@
 
 namespace backendlab::catcache {
 
-std::string_view BucketStrategyName(BucketStrategy strategy) {
-  switch (strategy) {
-    case BucketStrategy::kPalloc0: return "palloc0";
-    case BucketStrategy::kBss: return "bss";
-    case BucketStrategy::kExpansible: return "expansible";
-    case BucketStrategy::kMmap: return "mmap";
-  }
-  return "?";
-}
+std::string_view BucketStrategyName(BucketStrategy strategy) { return NameOf(strategy, kBucketStrategyNames); }
 
 absl::StatusOr<BucketStrategy> ParseBucketStrategy(std::string_view name) {
-  return ParseName(name, kAllBucketStrategies, BucketStrategyName, "strategy");
+  return ParseName(name, kBucketStrategyNames, "catcache");
 }
 
 uint32_t InitialBuckets(BucketStrategy strategy, uint32_t profile_buckets) {

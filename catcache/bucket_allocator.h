@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/names.h"
 #include "catcache/memory_context.h"
 
 namespace backendlab::catcache {
@@ -20,11 +21,15 @@ enum class BucketStrategy {
   kExpansible,  // CacheMemoryContext + memset, starting at 1/kExpansibleDivisor of the profile's sizes
   kMmap,        // fresh anonymous pages, at the profile's sizes
 };
-inline constexpr BucketStrategy kAllBucketStrategies[] = {BucketStrategy::kPalloc0, BucketStrategy::kBss,
-                                                          BucketStrategy::kExpansible, BucketStrategy::kMmap};
+// The names of flags and JSON (`--catcaches=palloc0,bss`, "catcache": "bss").
+inline constexpr NamedValue<BucketStrategy> kBucketStrategyNames[] = {{BucketStrategy::kPalloc0, "palloc0"},
+                                                                      {BucketStrategy::kBss, "bss"},
+                                                                      {BucketStrategy::kExpansible, "expansible"},
+                                                                      {BucketStrategy::kMmap, "mmap"}};
+inline constexpr auto kAllBucketStrategies = ValuesOf(kBucketStrategyNames);
 
 std::string_view BucketStrategyName(BucketStrategy strategy);
-// InvalidArgument naming the known strategies for anything else.
+// InvalidArgument naming the known ones for anything else ("unknown catcache ...").
 absl::StatusOr<BucketStrategy> ParseBucketStrategy(std::string_view name);
 
 // `expansible` starts every cache at its profile size divided by this (at

@@ -21,7 +21,7 @@ uint64_t SyscacheProfile::TotalBuckets() const {
 
 absl::StatusOr<std::vector<SyscacheProfile>> ParseSyscacheTsv(std::string_view text) {
   std::vector<SyscacheProfile> profiles;
-  for (const ProfileName& p : kProfileNames) profiles.push_back({std::string(p.name), std::string(p.version), {}});
+  for (const SyscacheName& p : kSyscacheNames) profiles.push_back({std::string(p.name), std::string(p.version), {}});
   std::vector<absl::flat_hash_set<std::string>> seen(profiles.size());
   bool header_seen = false;
   int line_number = 0;
@@ -49,7 +49,7 @@ absl::StatusOr<std::vector<SyscacheProfile>> ParseSyscacheTsv(std::string_view t
     }
     if (index == profiles.size()) {
       std::vector<std::string> known;
-      for (const ProfileName& p : kProfileNames) known.emplace_back(p.version);
+      for (const SyscacheName& p : kSyscacheNames) known.emplace_back(p.version);
       return error("unknown version '", fields[0], "' (known: ", absl::StrJoin(known, ", "), ")");
     }
     if (fields[1].empty()) return error("empty cache name");
@@ -71,7 +71,8 @@ absl::StatusOr<std::vector<SyscacheProfile>> ParseSyscacheTsv(std::string_view t
 }
 
 absl::StatusOr<SyscacheProfile> BuiltinProfile(std::string_view name) {
-  absl::StatusOr<ProfileName> known = ParseName(name, kProfileNames, +[](ProfileName p) { return p.name; }, "profile");
+  absl::StatusOr<SyscacheName> known =
+      ParseName(name, kSyscacheNames, +[](SyscacheName p) { return p.name; }, "syscache");
   if (!known.ok()) return known.status();
   absl::StatusOr<std::vector<SyscacheProfile>> all = ParseSyscacheTsv(kSyscacheBucketsTsv);
   // The embedded table is ours, not the user's: a parse error is a broken

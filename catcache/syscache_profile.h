@@ -1,5 +1,7 @@
-// Syscache profiles: which catalog caches a PostgreSQL version has and how
-// many buckets each starts with, parsed from the TSV fact table.
+// The syscaches of PostgreSQL versions: which catalog caches a version has
+// and how many buckets each starts with (a SyscacheProfile), parsed from the
+// TSV fact table. Users name one by its syscache name (`--syscache=pg17`,
+// JSON "syscache": "pg17").
 #ifndef BACKENDLAB_CATCACHE_SYSCACHE_PROFILE_H_
 #define BACKENDLAB_CATCACHE_SYSCACHE_PROFILE_H_
 
@@ -23,33 +25,33 @@ struct CacheSpec {
 };
 
 struct SyscacheProfile {
-  std::string name;     // "pg90" or "pg17": the word used by flags and reports
+  std::string name;     // "pg90" or "pg17": the syscache name of flags and reports
   std::string version;  // "9.0" or "17": the TSV's version column
   std::vector<CacheSpec> caches;  // in file order
 
   uint64_t TotalBuckets() const;
 };
 
-// The profile names known to the TSV format, and the version each reads.
-struct ProfileName {
+// The syscache names known to the TSV format, and the version each reads.
+struct SyscacheName {
   std::string_view name;
   std::string_view version;
 };
-inline constexpr ProfileName kProfileNames[] = {{"pg90", "9.0"}, {"pg17", "17"}};
+inline constexpr SyscacheName kSyscacheNames[] = {{"pg90", "9.0"}, {"pg17", "17"}};
 
 // Parses the TSV format: a header line "version<TAB>cache<TAB>initial_buckets",
 // then one line per cache. Empty lines are skipped. Every error is
 // InvalidArgument naming the line: a wrong column count, an unknown version,
 // a bucket count that is not a positive power of two <= kMaxInitialBuckets, a
 // cache listed twice for one version. Returns one profile per version present,
-// in kProfileNames order.
+// in kSyscacheNames order.
 absl::StatusOr<std::vector<SyscacheProfile>> ParseSyscacheTsv(std::string_view text);
 
-// The built-in profiles, from the embedded copy of the fact table.
-// InvalidArgument for a name not in kProfileNames.
+// The built-in syscache `name` ("pg90", "pg17"), from the embedded fact table.
+// InvalidArgument for a name not in kSyscacheNames ("unknown syscache ...").
 absl::StatusOr<SyscacheProfile> BuiltinProfile(std::string_view name);
 
-// The embedded TSV (syscache_buckets_data.cc).
+// The embedded TSV: catcache/syscache_buckets.tsv, compiled in by CMake.
 extern const char kSyscacheBucketsTsv[];
 
 }  // namespace backendlab::catcache

@@ -11,7 +11,8 @@
 namespace backendlab::tools {
 
 // Runs the comparison and prints its table to `out`. InvalidArgument = a usage
-// error (exit 2); any other error = the run failed (exit 1).
+// error (exit 2); Cancelled = stopped by a signal (exit 128 + signal); any
+// other error = the run failed (exit 1).
 absl::Status RunLayoutsCommand(std::span<const std::string> args, std::ostream& out);
 std::string LayoutsUsage();
 
