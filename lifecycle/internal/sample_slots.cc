@@ -92,6 +92,18 @@ absl::Status ReadSampleChunks(int fd, int64_t warmup, SampleHarvest& out) {
     if (ReadAll(fd, chunk.data(), bytes) != static_cast<ssize_t>(bytes)) {
       return absl::DataLossError(absl::StrCat("sample file: a chunk of ", header.count, " samples is cut short"));
     }
+    // Each sample's depth indexes its pcs when it is symbolized; the counts
+    // are added up as int64_t.
+    for (const profiling::RawSample& sample : chunk) {
+      if (sample.depth < 0 || sample.depth > profiling::kMaxFrames) {
+        return absl::DataLossError(absl::StrCat("sample file: a sample of depth ", sample.depth, " (at most ",
+                                                profiling::kMaxFrames, ")"));
+      }
+    }
+    if (header.dropped > uint64_t{INT64_MAX} - static_cast<uint64_t>(out.dropped) ||
+        header.truncated > uint64_t{INT64_MAX} - static_cast<uint64_t>(out.truncated)) {
+      return absl::DataLossError("sample file: dropped or truncated counts past 2^63-1");
+    }
     if (header.sequence >= 0 && header.sequence < warmup) continue;
     out.samples.insert(out.samples.end(), chunk.begin(), chunk.end());
     out.dropped += static_cast<int64_t>(header.dropped);
