@@ -36,7 +36,7 @@ absl::StatusOr<SharedBuffers> ParseSharedBuffers(std::string_view text) {
     while (start < unit.size() && std::isspace(static_cast<unsigned char>(unit[start]))) ++start;
     if (start == unit.size()) return Bad(text, "missing unit (kB, MB, GB or TB) after the number");
     return Bad(text, absl::StrCat("no space between number and unit (write ", std::string(text.substr(0, digits)),
-                                  std::string(unit.substr(start)), ")"));
+                                  absl::CEscape(std::string(unit.substr(start))), ")"));
   }
   if (number == 0) return Bad(text, "must be greater than zero");
   if (unit.empty()) return Bad(text, "missing unit (kB, MB, GB or TB)");
@@ -51,7 +51,7 @@ absl::StatusOr<SharedBuffers> ParseSharedBuffers(std::string_view text) {
   } else if (lower == "tb") {
     shift = 40;
   } else {
-    return Bad(text, absl::StrCat("unknown unit '", std::string(unit), "' (expected kB, MB, GB or TB)"));
+    return Bad(text, absl::StrCat("unknown unit '", absl::CEscape(std::string(unit)), "' (expected kB, MB, GB or TB)"));
   }
   if (number > (UINT64_MAX >> shift)) return Bad(text, "size too large");
   const uint64_t bytes = number << shift;

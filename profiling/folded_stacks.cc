@@ -19,8 +19,11 @@ using internal::TakeLine;
 using internal::TrimRight;
 
 std::string SanitizeFrame(const std::string& frame) {
-  if (frame.empty()) return "[unknown]";
-  std::string out = frame;
+  // Whitespace at a frame's ends goes: at the leaf's end Parse would take it
+  // for the space before the count.
+  const std::string_view trimmed = internal::Trim(frame);
+  if (trimmed.empty()) return "[unknown]";
+  std::string out(trimmed);
   for (char& c : out) {
     if (c == ';' || c == '\n' || c == '\r') c = '_';
   }
@@ -107,6 +110,9 @@ absl::StatusOr<FoldedStacks> FoldedStacks::Parse(std::string_view text) {
     if (count < 1) {
       return LineError(line_number, absl::StrCat("count \"", std::string(line.substr(space + 1)),
                                                  "\" is not an integer >= 1"));
+    }
+    if (count > std::numeric_limits<int64_t>::max() - result.total_samples_) {
+      return LineError(line_number, "the counts add up past 2^63-1");
     }
     std::string_view stack = TrimRight(line.substr(0, space));
     if (stack.empty()) return LineError(line_number, "missing stack");

@@ -29,14 +29,15 @@ struct FunctionSamples {
 class FoldedStacks {
  public:
   // Adds `count` samples of the stack `frames_root_first`. ';' and line breaks
-  // inside a frame become '_', and an empty frame becomes "[unknown]", because
-  // the folded format cannot carry them. An empty stack or count < 1 is a
+  // inside a frame become '_', whitespace at its ends is dropped, and an empty
+  // frame becomes "[unknown]", because the folded format cannot carry them. An empty stack or count < 1 is a
   // caller bug and aborts.
   void Add(std::span<const std::string> frames_root_first, int64_t count);
 
   // Reads the folded format: "frame;frame;frame COUNT" per line, root first,
   // integer COUNT >= 1, blank lines skipped. Repeated stacks are summed. A
-  // malformed line is InvalidArgument naming its (1-based) line number.
+  // malformed line, or counts adding up past 2^63-1, is InvalidArgument naming
+  // its (1-based) line number.
   static absl::StatusOr<FoldedStacks> Parse(std::string_view text);
 
   // The folded format, lines sorted lexicographically so the output is

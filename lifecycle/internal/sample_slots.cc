@@ -3,6 +3,7 @@
 #include "lifecycle/internal/sample_slots.h"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -87,10 +88,28 @@ absl::Status ReadSampleChunks(int fd, int64_t warmup, SampleHarvest& out) {
         header.count > SampleSlots::kPostmasterCapacity) {
       return absl::DataLossError("sample file: a torn or foreign chunk header");
     }
-    std::vector<profiling::RawSample> chunk(header.count);
-    const size_t bytes = chunk.size() * sizeof(profiling::RawSample);
-    if (ReadAll(fd, chunk.data(), bytes) != static_cast<ssize_t>(bytes)) {
+    // A torn chunk is found before its samples are allocated (up to 34 MB).
+    const size_t bytes = size_t{header.count} * sizeof(profiling::RawSample);
+    struct stat file;
+    const off_t at = lseek(fd, 0, SEEK_CUR);
+    std::vector<profiling::RawSample> chunk;
+    if (at >= 0 && fstat(fd, &file) == 0 && file.st_size >= at && static_cast<size_t>(file.st_size - at) >= bytes) {
+      chunk.resize(header.count);
+    }
+    if (chunk.size() != header.count || ReadAll(fd, chunk.data(), bytes) != static_cast<ssize_t>(bytes)) {
       return absl::DataLossError(absl::StrCat("sample file: a chunk of ", header.count, " samples is cut short"));
+    }
+    // Each sample's depth indexes its pcs when it is symbolized; the counts
+    // are added up as int64_t.
+    for (const profiling::RawSample& sample : chunk) {
+      if (sample.depth < 0 || sample.depth > profiling::kMaxFrames) {
+        return absl::DataLossError(absl::StrCat("sample file: a sample of depth ", sample.depth, " (at most ",
+                                                profiling::kMaxFrames, ")"));
+      }
+    }
+    if (header.dropped > uint64_t{INT64_MAX} - static_cast<uint64_t>(out.dropped) ||
+        header.truncated > uint64_t{INT64_MAX} - static_cast<uint64_t>(out.truncated)) {
+      return absl::DataLossError("sample file: dropped or truncated counts past 2^63-1");
     }
     if (header.sequence >= 0 && header.sequence < warmup) continue;
     out.samples.insert(out.samples.end(), chunk.begin(), chunk.end());

@@ -96,6 +96,16 @@ TEST(ParseSharedBuffersTest, RejectsTrailingWhitespaceWithoutAUnit) {
   }
 }
 
+// Found by shared_buffers_fuzzer: the unit, quoted in the message, was not
+// escaped, so a unit holding a line break gave a two-line error.
+TEST(ParseSharedBuffersTest, EscapesTheUnitItQuotes) {
+  for (const char* text : {"88\x01\n", "8M\nB", "8 G\nB"}) {
+    absl::StatusOr<SharedBuffers> parsed = ParseSharedBuffers(text);
+    ASSERT_TRUE(absl::IsInvalidArgument(parsed.status())) << parsed.status();
+    EXPECT_EQ(std::string(parsed.status().message()).find('\n'), std::string::npos) << parsed.status();
+  }
+}
+
 TEST(ParseSharedBuffersTest, SuggestsTheSpellingWithoutTheSpace) {
   absl::StatusOr<SharedBuffers> parsed = ParseSharedBuffers("8 GB");
   ASSERT_FALSE(parsed.ok());

@@ -73,5 +73,38 @@ TEST_F(SampleFileTest, AFailedAppendLeavesWholeChunksOnly) {
   close(fd);
 }
 
+// Found by sample_chunks_fuzzer: a chunk whose samples claim more frames than
+// they hold (or fewer than none) was accepted, and symbolizing it read past
+// pcs; counts of dropped samples could overflow when added up.
+TEST_F(SampleFileTest, InconsistentChunksAreDataLoss) {
+  absl::StatusOr<SampleSlots> slots = SampleSlots::Create(1);
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  for (const int32_t depth : {profiling::kMaxFrames + 1, -1}) {
+    const int fd = OpenFile(O_RDWR | O_TRUNC);
+    ASSERT_GE(fd, 0);
+    slots->Backend(0)->Reset();
+    Fill(*slots->Backend(0), 100, 2);
+    ASSERT_TRUE(AppendSampleChunk(fd, 1, *slots->Backend(0)));
+    slots->Backend(0)->samples()[1].depth = depth;
+    ASSERT_TRUE(AppendSampleChunk(fd, 2, *slots->Backend(0)));
+    SampleHarvest harvest;
+    const absl::Status s = ReadSampleChunks(fd, 0, harvest);
+    EXPECT_TRUE(absl::IsDataLoss(s)) << depth << ": " << s;
+    EXPECT_EQ(harvest.samples.size(), 2u) << "the chunk before the damage is kept";
+    close(fd);
+  }
+
+  const int fd = OpenFile(O_RDWR | O_TRUNC);
+  ASSERT_GE(fd, 0);
+  slots->Backend(0)->Reset();
+  slots->Backend(0)->dropped.store(uint64_t{INT64_MAX});
+  ASSERT_TRUE(AppendSampleChunk(fd, 1, *slots->Backend(0)));
+  ASSERT_TRUE(AppendSampleChunk(fd, 2, *slots->Backend(0)));
+  SampleHarvest harvest;
+  EXPECT_TRUE(absl::IsDataLoss(ReadSampleChunks(fd, 0, harvest)));
+  EXPECT_EQ(harvest.dropped, INT64_MAX);
+  close(fd);
+}
+
 }  // namespace
 }  // namespace backendlab::lifecycle::internal

@@ -46,6 +46,7 @@ TEST(FoldedStacksTest, MalformedLinesNameTheLine) {
       "a; 1",      // empty leaf frame
       " 4",        // no stack
       "a 99999999999999999999",  // overflows int64
+      "ok;fine 9223372036854775807",  // the sum overflows int64 (seen writing folded_stacks_fuzzer)
   };
   for (const std::string& bad : bad_lines) {
     absl::StatusOr<FoldedStacks> parsed = FoldedStacks::Parse("ok;fine 1\n\n" + bad + "\n");
@@ -60,6 +61,17 @@ TEST(FoldedStacksTest, AddSanitizesWhatTheFormatCannotCarry) {
   FoldedStacks stacks;
   stacks.Add(std::vector<std::string>{"a;b", "", "c\nd"}, 1);
   EXPECT_EQ(stacks.ToText(), "a_b;[unknown];c_d 1\n");
+}
+
+// Found by perf_script_fuzzer: a leaf frame ending in whitespace was written
+// as it was, and read back without it, so Parse(ToText()) differed.
+TEST(FoldedStacksTest, AddDropsWhitespaceAtFrameEndsSoTheTextReadsBack) {
+  FoldedStacks stacks;
+  stacks.Add(std::vector<std::string>{" main ", "f(int)\t", " \t"}, 2);
+  EXPECT_EQ(stacks.ToText(), "main;f(int);[unknown] 2\n");
+  absl::StatusOr<FoldedStacks> again = FoldedStacks::Parse(stacks.ToText());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, stacks);
 }
 
 TEST(FoldedStacksTest, TopNCountsSelfAndTotalOncePerStack) {

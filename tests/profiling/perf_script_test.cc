@@ -89,5 +89,18 @@ TEST(PerfScriptOptionsTest, KernelFramesDroppedAndNamesShortened) {
   EXPECT_EQ(stacks->ToText(), "backend;[libc.so.6];ns::Scan;(anonymous namespace)::Spin 1\n");
 }
 
+// Found by perf_script_fuzzer: short names could leave a leaf frame ending in
+// whitespace, which the folded text does not carry, so the text read back
+// differed from the stacks.
+TEST(PerfScriptOptionsTest, FoldedTextReadsBackTheSameStacks) {
+  PerfScriptOptions options;
+  options.short_names = true;
+  absl::StatusOr<FoldedStacks> stacks = ParsePerfScript("a 1 1.0: 1 c:\n\t400 f+0x1d \xff\t(/bin:\n", options);
+  ASSERT_TRUE(stacks.ok()) << stacks.status();
+  absl::StatusOr<FoldedStacks> again = FoldedStacks::Parse(stacks->ToText());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *stacks) << stacks->ToText();
+}
+
 }  // namespace
 }  // namespace backendlab::profiling
