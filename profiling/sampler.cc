@@ -18,13 +18,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "base/names.h"
 
 namespace backendlab::profiling {
 namespace {
-
-constexpr SampleClock kAllClocks[] = {SampleClock::kCpu, SampleClock::kWall};
-constexpr Unwinder kAllUnwinders[] = {Unwinder::kLibunwind, Unwinder::kFramePointers};
 
 // unw_backtrace starts in the handler: its own frame and the signal
 // trampoline come before the interrupted one, which is found by its pc.
@@ -204,16 +200,6 @@ MappedSampleBuffer::MappedSampleBuffer(MappedSampleBuffer&& other) noexcept
 
 MappedSampleBuffer::~MappedSampleBuffer() {
   if (memory_ != nullptr) munmap(memory_, bytes_);
-}
-
-std::string_view SampleClockName(SampleClock clock) { return clock == SampleClock::kCpu ? "cpu" : "wall"; }
-absl::StatusOr<SampleClock> ParseSampleClock(std::string_view name) {
-  return ParseName(name, kAllClocks, SampleClockName, "clock");
-}
-
-std::string_view UnwinderName(Unwinder unwinder) { return unwinder == Unwinder::kLibunwind ? "libunwind" : "fp"; }
-absl::StatusOr<Unwinder> ParseUnwinder(std::string_view name) {
-  return ParseName(name, kAllUnwinders, UnwinderName, "unwinder");
 }
 
 absl::Status Sampler::Start(const SamplerOptions& options, SampleBuffer* buffer) {

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/names.h"
 
 namespace backendlab::profiling {
 
@@ -85,15 +86,22 @@ enum class SampleClock {
   kCpu,   // CLOCK_PROCESS_CPUTIME_ID: where the process spends CPU (user and kernel)
   kWall,  // CLOCK_MONOTONIC: where it spends time, blocked time included
 };
-std::string_view SampleClockName(SampleClock clock);
-absl::StatusOr<SampleClock> ParseSampleClock(std::string_view name);
+inline constexpr NamedValue<SampleClock> kSampleClockNames[] = {{SampleClock::kCpu, "cpu"}, {SampleClock::kWall, "wall"}};
+inline std::string_view SampleClockName(SampleClock clock) { return NameOf(clock, kSampleClockNames); }
+inline absl::StatusOr<SampleClock> ParseSampleClock(std::string_view name) {
+  return ParseName(name, kSampleClockNames, "clock");
+}
 
 enum class Unwinder {
   kLibunwind,      // unw_backtrace over DWARF CFI: works without frame pointers
   kFramePointers,  // follow saved %rbp: needs the `profile` preset (frame pointers everywhere)
 };
-std::string_view UnwinderName(Unwinder unwinder);
-absl::StatusOr<Unwinder> ParseUnwinder(std::string_view name);
+inline constexpr NamedValue<Unwinder> kUnwinderNames[] = {{Unwinder::kLibunwind, "libunwind"},
+                                                          {Unwinder::kFramePointers, "fp"}};
+inline std::string_view UnwinderName(Unwinder unwinder) { return NameOf(unwinder, kUnwinderNames); }
+inline absl::StatusOr<Unwinder> ParseUnwinder(std::string_view name) {
+  return ParseName(name, kUnwinderNames, "unwinder");
+}
 
 struct SamplerOptions {
   int frequency_hz = 1000;

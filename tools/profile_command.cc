@@ -4,32 +4,25 @@
 // `perf record`, and both are folded, drawn and ranked the same way.
 #include "tools/profile_command.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <array>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <iostream>
 #include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "base/compiler.h"
 #include "lifecycle/cycle.h"
 #include "lifecycle/cycle_summary.h"
 #include "profiling/flame_graph.h"
-#include "profiling/folded_stacks.h"
-#include "profiling/perf_events.h"
-#include "profiling/perf_script.h"
+#include "profiling/perf_record.h"
+#include "profiling/profile_views.h"
 #include "profiling/sampler.h"
 #include "profiling/symbolizer.h"
 #include "tools/cycle_command.h"
@@ -76,27 +69,19 @@ std::string RoleOf(const profiling::RawSample& s, int32_t postmaster_pid) {
   return "backend";
 }
 
-absl::Status WriteProfile(const std::string& dir, const std::string& name, const profiling::FoldedStacks& stacks,
-                          const std::string& title, std::vector<std::string>& written) {
-  const std::string folded = absl::StrCat(dir, "/", name, ".folded");
-  if (absl::Status s = WriteTextFile(folded, stacks.ToText()); !s.ok()) return s;
+absl::Status WriteView(const std::string& dir, const profiling::ProfileView& view, std::vector<std::string>& written) {
+  const std::string folded = absl::StrCat(dir, "/", view.name, ".folded");
+  if (absl::Status s = WriteTextFile(folded, view.stacks.ToText()); !s.ok()) return s;
   written.push_back(folded);
-  profiling::FlameGraphOptions options;
-  options.title = title;
-  const std::string svg = absl::StrCat(dir, "/", name, ".svg");
-  if (absl::Status s = WriteTextFile(svg, profiling::RenderFlameGraphSvg(stacks, options)); !s.ok()) return s;
+  const std::string svg = absl::StrCat(dir, "/", view.name, ".svg");
+  if (absl::Status s = WriteTextFile(svg, profiling::RenderFlameGraphSvg(view.stacks, {.title = view.title})); !s.ok()) {
+    return s;
+  }
   written.push_back(svg);
   return absl::OkStatus();
 }
 
 std::string Percent(double part, double whole) { return whole > 0 ? absl::StrFormat("%.1f", 100.0 * part / whole) : "-"; }
-
-void PrintTopN(std::ostream& out, const std::vector<profiling::FunctionSamples>& top) {
-  out << absl::StrFormat("%6s %7s %7s %7s  %s\n", "self%", "total%", "self", "total", "function");
-  for (const profiling::FunctionSamples& f : top) {
-    out << absl::StrFormat("%6.1f %7.1f %7d %7d  %s\n", f.self_percent, f.total_percent, f.self, f.total, f.name);
-  }
-}
 
 // Per tag (the phases, then wait): the samples taken, and the time the
 // phase counters measured on one clock (CPU time, or wall time, where the
@@ -146,120 +131,35 @@ void PrintPhaseShares(std::ostream& out, const PhaseTally& t, profiling::SampleC
   }
 }
 
-absl::StatusOr<std::string> FindInPath(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  for (absl::string_view dir : absl::StrSplit(path ? path : "/usr/bin:/bin", ':')) {
-    const std::string candidate = absl::StrCat(std::string(dir), "/", program);
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return absl::NotFoundError(absl::StrCat(program, " not found in PATH"));
-}
-
-// Runs argv with stdout into `stdout_path` (or captured into *captured when
-// the path is empty); stderr passes through. The exit status, or -1.
-int RunProgram(const std::vector<std::string>& argv, const std::string& stdout_path, std::string* captured) {
-  int pipe_fds[2] = {-1, -1};
-  if (stdout_path.empty() && pipe2(pipe_fds, O_CLOEXEC) != 0) return -1;
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = stdout_path.empty() ? pipe_fds[1] : open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) _exit(127);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    std::fprintf(stderr, "backendlab profile: cannot run %s: %s\n", args[0], std::strerror(errno));
-    _exit(127);
-  }
-  if (pipe_fds[1] >= 0) close(pipe_fds[1]);
-  if (pid > 0 && pipe_fds[0] >= 0) {
-    std::array<char, 65536> buf;
-    ssize_t n;
-    while ((n = read(pipe_fds[0], buf.data(), buf.size())) != 0) {
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) break;
-      captured->append(buf.data(), static_cast<size_t>(n));
-    }
-  }
-  if (pipe_fds[0] >= 0) close(pipe_fds[0]);
-  if (pid < 0) return -1;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-struct PerfRun {
-  profiling::FoldedStacks all;       // roots: process names (backend, postmaster, backendlab)
-  profiling::FoldedStacks backends;  // the backends' stacks, no root
-};
-
 // The same workload (`cycle` with the same flags) under perf record, its
-// samples folded like the sampler's: kernel frames dropped (kernel time is
-// charged to the user frame that entered the kernel) and short names.
-absl::StatusOr<PerfRun> RunUnderPerf(std::span<const std::string> args, const std::string& dir, int frequency_hz,
-                                     const std::function<void(const std::string&)>& say) {
-  absl::StatusOr<std::string> perf = FindInPath("perf");
-  if (!perf.ok()) {
-    return absl::FailedPreconditionError(
-        "--perf: perf is not installed (Debian: apt-get install linux-perf); the built-in profile above stands");
-  }
+// stacks folded like the sampler's. `say` prints as it goes.
+absl::StatusOr<profiling::FoldedStacks> RecordUnderPerf(std::span<const std::string> args, const std::string& dir,
+                                                        int frequency_hz,
+                                                        const std::function<void(const std::string&)>& say) {
   std::array<char, 4096> self{};
   if (readlink("/proc/self/exe", self.data(), self.size() - 1) <= 0) {
     return absl::UnavailableError(absl::StrCat("readlink /proc/self/exe: ", std::strerror(errno)));
   }
-  const std::string data = dir + "/perf.data";
-  std::vector<std::string> argv = {*perf, "record", "-q", "-e", "cpu-clock", "-F", absl::StrCat(frequency_hz),
-                                   "--call-graph=fp", "-o", data, "--", self.data(), "cycle"};
+  profiling::PerfRecordOptions options{.command = {self.data(), "cycle"},
+                                       .data_path = dir + "/perf.data",
+                                       .output_path = dir + "/perf-cycle.txt",
+                                       .frequency_hz = frequency_hz};
   for (const std::string& a : args) {
-    if (!IsProfileFlag(a) && !a.starts_with("--json=") && !a.starts_with("--csv=")) argv.push_back(a);
+    if (!IsProfileFlag(a) && !a.starts_with("--json=") && !a.starts_with("--csv=")) options.command.push_back(a);
   }
-  if (!kFramePointers) {
-    say("note: this binary was not built with frame pointers; perf's call graphs will stop early.\n"
-        "      Use the profile preset (tools/backendlab profile does).\n");
+  absl::StatusOr<profiling::FoldedStacks> folded =
+      profiling::RecordUnderPerf(options, [&](const std::vector<std::string>& argv) {
+        if (!kFramePointers) {
+          say("note: this binary was not built with frame pointers; perf's call graphs will stop early.\n"
+              "      Use the profile preset (tools/backendlab profile does).\n");
+        }
+        say(absl::StrCat("\nrunning the same workload under perf: ", absl::StrJoin(argv, " "), "\n"));
+      });
+  if (absl::IsFailedPrecondition(folded.status())) {  // perf missing
+    return absl::FailedPreconditionError(
+        absl::StrCat("--perf: ", folded.status().message(), "; the built-in profile above stands"));
   }
-  say(absl::StrCat("\nrunning the same workload under perf: ", absl::StrJoin(argv, " "), "\n"));
-  const int status = RunProgram(argv, dir + "/perf-cycle.txt", nullptr);
-  if (status != 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "perf record failed (exit ", status, "; its message is above). If the kernel refused: as root, or with "
-        "sysctl kernel.perf_event_paranoid=1 (now ", [] {
-          const std::optional<int> level = profiling::PerfEventParanoid();
-          return level ? absl::StrCat(*level) : std::string("unknown");
-        }(), "); the cycle's own output is in ", dir, "/perf-cycle.txt"));
-  }
-  std::string script;
-  const int script_status =
-      RunProgram({*perf, "script", "-i", data, "-F", "comm,pid,tid,time,event,ip,sym,dso"}, "", &script);
-  if (script_status != 0) return absl::UnavailableError(absl::StrCat("perf script failed (exit ", script_status, ")"));
-  profiling::PerfScriptOptions options;
-  options.drop_kernel_frames = true;
-  options.short_names = true;
-  absl::StatusOr<profiling::FoldedStacks> folded = profiling::ParsePerfScript(script, options);
-  if (!folded.ok()) return folded.status();
-  PerfRun run;
-  run.all = *std::move(folded);
-  run.backends = run.all.Under("backend");
-  return run;
-}
-
-// A name for comparing the two profiles: libc's aliases differ only by
-// leading underscores (the symbolizer may say munmap where perf says
-// __munmap, for the same address).
-std::string_view ComparableName(std::string_view name) {
-  while (name.starts_with('_')) name.remove_prefix(1);
-  return name;
-}
-
-// How many of the first n names of a are among the first n of b.
-int CommonTop(const std::vector<profiling::FunctionSamples>& a, const std::vector<profiling::FunctionSamples>& b, size_t n) {
-  int common = 0;
-  for (size_t i = 0; i < a.size() && i < n; ++i) {
-    for (size_t j = 0; j < b.size() && j < n; ++j) common += ComparableName(a[i].name) == ComparableName(b[j].name);
-  }
-  return common;
+  return folded;
 }
 
 }  // namespace
@@ -297,8 +197,8 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
   }
   absl::StatusOr<int64_t> top_n = flags->GetInt("top", 1, 1000);
   if (!top_n.ok()) return top_n.status();
-  const std::string perf_flag = flags->Get("perf");
-  if (perf_flag != "on" && perf_flag != "off") return absl::InvalidArgumentError("--perf must be on or off");
+  absl::StatusOr<bool> perf = flags->GetBool("perf");
+  if (!perf.ok()) return perf.status();
   const std::string dir = flags->Get("out");  // never empty: the parser refuses empty values
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return absl::UnavailableError(absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
@@ -347,35 +247,15 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
 
   profiling::Symbolizer symbolizer;
   const int32_t postmaster = result->postmaster_pid;
-  auto backend_only = [postmaster](const profiling::RawSample& s) { return IsPhaseTag(s.tag) && s.pid != postmaster; };
-  auto role = [postmaster](const profiling::RawSample& s) { return std::vector<std::string>{RoleOf(s, postmaster)}; };
+  profiling::SampleLabels labels;
+  labels.process = [postmaster](const profiling::RawSample& s) { return RoleOf(s, postmaster); };
+  labels.phase = [](int32_t tag) { return IsPhaseTag(tag) ? std::string(lifecycle::SampleTagName(tag)) : std::string(); };
+  for (int32_t tag = 0; tag <= lifecycle::kSampleTagWait; ++tag) labels.phase_tags.push_back(tag);
+  const profiling::ProfileViews views = profiling::FoldViews(result->samples, symbolizer, labels);
+  const profiling::FoldedStacks& backends = views.measured;
   std::vector<std::string> written;
-  const profiling::FoldedStacks backends = profiling::FoldSamples(result->samples, symbolizer, {.keep = backend_only, .prefix = nullptr});
-  // all: every process under its role, as perf's stacks are under their comm.
-  const profiling::FoldedStacks all = profiling::FoldSamples(
-      result->samples, symbolizer,
-      {.keep = nullptr, .prefix = role});
-  if (all.total_samples() > 0) {
-    if (absl::Status s = WriteProfile(dir, "all", all, "backendlab: all processes", written); !s.ok()) return s;
-  }
-  const profiling::FoldedStacks phases = profiling::FoldSamples(
-      result->samples, symbolizer,
-      {.keep = [](const profiling::RawSample& s) { return IsPhaseTag(s.tag); },
-       .prefix = [postmaster](const profiling::RawSample& s) {
-         return std::vector<std::string>{RoleOf(s, postmaster), absl::StrCat("[", lifecycle::SampleTagName(s.tag), "]")};
-       }});
-  if (phases.total_samples() > 0) {
-    if (absl::Status s = WriteProfile(dir, "phases", phases, "backendlab: backends by phase", written); !s.ok()) return s;
-  }
-  for (int32_t tag = 0; tag <= lifecycle::kSampleTagWait; ++tag) {
-    const profiling::FoldedStacks one = profiling::FoldSamples(
-        result->samples, symbolizer,
-        {.keep = [tag](const profiling::RawSample& s) { return s.tag == tag; }, .prefix = role});
-    if (one.total_samples() == 0) continue;
-    const std::string name = lifecycle::SampleTagName(tag);
-    if (absl::Status s = WriteProfile(dir, "phase-" + name, one, "backendlab: backends in " + name, written); !s.ok()) {
-      return s;
-    }
+  for (const profiling::ProfileView& view : views.views) {
+    if (absl::Status s = WriteView(dir, view, written); !s.ok()) return s;
   }
 
   PhaseReport(summary, options->backend.counters).PrintText(text);
@@ -389,36 +269,36 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
   text << absl::StrFormat("\ntop %d functions of the backends, built-in sampler (%d samples; self: the leaf frame, "
                           "total: anywhere on the stack):\n",
                           *top_n, backends.total_samples());
-  PrintTopN(text, top);
+  profiling::PrintTopN(text, top);
   if (backends.total_samples() == 0) {
     text << "(no backend samples: the backends ran for less CPU time than one sampling period; raise --connections"
             " or --frequency)\n";
   }
 
   absl::Status perf_status = absl::OkStatus();
-  if (perf_flag == "on" && result->interrupted) {
+  if (*perf && result->interrupted) {
     text << "\n--perf: not run (interrupted)\n";
-  } else if (perf_flag == "on") {
+  } else if (*perf) {
     flush();
-    absl::StatusOr<PerfRun> perf = RunUnderPerf(args, dir, sampler.frequency_hz, [&](const std::string& line) {
+    absl::StatusOr<profiling::FoldedStacks> recorded = RecordUnderPerf(args, dir, sampler.frequency_hz, [&](const std::string& line) {
       text << line;
       flush();
     });
-    if (perf.ok()) {
-      if (absl::Status s = WriteProfile(dir, "perf", perf->all, "perf record -e cpu-clock --call-graph=fp", written);
-          !s.ok()) {
+    if (recorded.ok()) {
+      if (absl::Status s = WriteView(dir, {"perf", "perf record -e cpu-clock --call-graph=fp", *recorded}, written); !s.ok()) {
         return s;
       }
-      const std::vector<profiling::FunctionSamples> perf_top = perf->backends.TopN(static_cast<size_t>(*top_n));
+      const profiling::FoldedStacks perf_backends = recorded->Under("backend");
+      const std::vector<profiling::FunctionSamples> perf_top = perf_backends.TopN(static_cast<size_t>(*top_n));
       text << absl::StrFormat("\ntop %d functions of the backends, perf (%d samples, kernel frames folded into their "
                               "user-space caller):\n",
-                              *top_n, perf->backends.total_samples());
-      PrintTopN(text, perf_top);
+                              *top_n, perf_backends.total_samples());
+      profiling::PrintTopN(text, perf_top);
       text << absl::StrFormat("\nagreement: %d of the top 5 functions by self samples are the same in both (perf may also\n"
                               "name functions of system libraries from their separate debug files; the sampler cannot)\n",
-                              CommonTop(top, perf_top, 5));
+                              profiling::CommonTop(top, perf_top, 5));
     } else {
-      perf_status = perf.status();
+      perf_status = recorded.status();
       text << "perf: " << perf_status.message() << "\n";
     }
   }

@@ -1,19 +1,23 @@
 // The real `backendlab profile`: outputs a user can open, usage errors, a
-// missing perf, and nothing left behind.
+// missing perf, and nothing left behind, even when it is killed mid-perf.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
+#include <chrono>
 #include <filesystem>
-#include <optional>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "profiling/folded_stacks.h"
 #include "tests/lifecycle/child_processes.h"
-#include "tests/test_util/run_program.h"
-#include "tests/test_util/temp_dir.h"
+#include "tests/tools/cli_fixture.h"
 
 namespace backendlab::tools {
 namespace {
@@ -22,37 +26,37 @@ using test_util::IsOneLineStartingWith;
 using test_util::ReadFile;
 using test_util::RunResult;
 
-// A private TMPDIR for the run's socket directory and sample file, which
-// must be empty again afterwards; outputs go to dir_/out.
-class ProfileCliTest : public test_util::PrivateTmpdirTest {
+// A small array/always run: enough exit-check samples in about a second.
+// Outputs go to dir_/out.
+class ProfileCliTest : public CliTest {
  protected:
-  // The CLI's postmaster and backends, should they outlive it, are
-  // reparented to this test process (a subreaper), where ChildrenOf sees them.
+  // The CLI's perf, postmaster and backends, should they outlive it, are
+  // reparented to this test process (a subreaper), where the tests see them.
   static void SetUpTestSuite() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
 
-  // A small array/always run: enough exit-check samples in about a second.
-  // A flag in `extra` replaces the default of the same name.
-  RunResult Profile(const std::vector<std::string>& extra) {
-    std::vector<std::string> argv = {BACKENDLAB_CLI_PATH, "profile"};
-    const std::vector<std::string> defaults = {"--layout=array", "--exit-check=always", "--shared-buffers=1GB",
-                                               "--connections=30", "--warmup=2", "--work-lookups=10",
-                                               "--clock=wall", "--frequency=5000", "--out=" + dir_ + "/out"};
-    for (const std::string& d : defaults) {
-      const std::string name = d.substr(0, d.find('=') + 1);
-      if (std::none_of(extra.begin(), extra.end(), [&](const std::string& a) { return a.starts_with(name); })) {
-        argv.push_back(d);
-      }
-    }
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    return test_util::RunProgram(argv, dir_);
+  std::vector<std::string> ProfileArgs(const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"profile"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return WithDefaults(args, {"--layout=array", "--exit-check=always", "--shared-buffers=1GB", "--connections=30",
+                               "--warmup=2", "--work-lookups=10", "--clock=wall", "--frequency=5000",
+                               "--out=" + dir_ + "/out"});
   }
+  RunResult Profile(const std::vector<std::string>& extra) { return Run(ProfileArgs(extra)); }
 
   void ExpectNothingLeft() {
-    EXPECT_TRUE(TmpdirIsEmpty()) << "files left in TMPDIR " << tmpdir_;
+    ExpectTmpdirEmpty();
     EXPECT_TRUE(test_util::ChildrenOf(getpid()).empty());
   }
-
 };
+
+// Whether perf is installed and lets this machine record: "" if so, else why not.
+std::string PerfUnusable(const std::string& dir) {
+  if (access("/usr/bin/perf", X_OK) != 0) return "perf is not installed here (Debian: apt-get install linux-perf)";
+  const RunResult probe = test_util::RunProgram(
+      {"/usr/bin/perf", "record", "-q", "-e", "cpu-clock", "-o", dir + "/probe.data", "--", "/bin/true"}, dir);
+  std::filesystem::remove(dir + "/probe.data");
+  return probe.exit_code == 0 ? "" : "perf record is refused here: " + probe.err;
+}
 
 TEST_F(ProfileCliTest, WritesFoldedStacksFlameGraphsAndASummary) {
   const RunResult r = Profile({});
@@ -123,11 +127,7 @@ TEST_F(ProfileCliTest, MissingPerfSaysHowToGetItAndKeepsTheBuiltInProfile) {
 // perf itself, where it is installed and allowed: its stacks are folded the
 // same way, side by side with the sampler's.
 TEST_F(ProfileCliTest, PerfRunsTheSameWorkloadSideBySide) {
-  if (access("/usr/bin/perf", X_OK) != 0) GTEST_SKIP() << "perf is not installed here";
-  // Whether this machine lets perf record at all, asked of perf itself.
-  const RunResult probe = test_util::RunProgram(
-      {"/usr/bin/perf", "record", "-q", "-e", "cpu-clock", "-o", dir_ + "/probe.data", "--", "/bin/true"}, dir_);
-  if (probe.exit_code != 0) GTEST_SKIP() << "perf record is refused here: " << probe.err;
+  if (const std::string why = PerfUnusable(dir_); !why.empty()) GTEST_SKIP() << why;
   const RunResult r = Profile({"--perf"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   absl::StatusOr<profiling::FoldedStacks> perf = profiling::FoldedStacks::Parse(ReadFile(dir_ + "/out/perf.folded"));
@@ -137,6 +137,146 @@ TEST_F(ProfileCliTest, PerfRunsTheSameWorkloadSideBySide) {
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/out/perf.data.old"));
   ExpectNothingLeft();
 }
+
+// A process of a run, found by its process group.
+struct Member {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  std::string comm;
+};
+
+std::vector<Member> GroupMembers(pid_t group) {
+  std::vector<Member> members;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    // read(), not a stream: a process that ends while we read makes it fail
+    // with ESRCH, which libstdc++'s streams throw.
+    const int fd = open((entry.path() / "stat").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[1024];
+    const ssize_t n = read(fd, buf, sizeof buf);
+    close(fd);
+    if (n <= 0) continue;
+    const std::string stat(buf, static_cast<size_t>(n));
+    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+    const size_t open = stat.find('('), close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;  // gone while we looked
+    std::istringstream rest(stat.substr(close + 1));
+    std::string state;
+    Member m;
+    pid_t pgrp = 0;
+    if (!(rest >> state >> m.ppid >> pgrp) || pgrp != group) continue;
+    m.pid = static_cast<pid_t>(std::stol(name));
+    m.comm = stat.substr(open + 1, close - open - 1);
+    members.push_back(m);
+  }
+  return members;
+}
+
+// Whether perf's workload is up: perf, its child (backendlab cycle) and that
+// child's postmaster.
+bool PerfWorkloadRunning(const std::vector<Member>& members) {
+  auto child_of = [&](pid_t parent, const std::string& comm) {
+    for (const Member& m : members) {
+      if (m.ppid == parent && m.comm == comm) return m.pid;
+    }
+    return pid_t{0};
+  };
+  for (const Member& perf : members) {
+    if (perf.comm != "perf") continue;
+    const pid_t workload = child_of(perf.pid, "backendlab");
+    if (workload != 0 && child_of(workload, "postmaster") != 0) return true;
+  }
+  return false;
+}
+
+std::string Describe(const std::vector<Member>& members) {
+  std::string text;
+  for (const Member& m : members) text += " " + m.comm + "[" + std::to_string(m.pid) + "]";
+  return text;
+}
+
+struct Kill {
+  const char* id;  // the test's name
+  const char* name;
+  int signal;
+  bool group;  // to the tool's process group (a terminal, timeout), or the tool alone
+};
+
+void PrintTo(const Kill& k, std::ostream* out) { *out << k.name; }
+
+class ProfileKillTest : public ProfileCliTest, public ::testing::WithParamInterface<Kill> {};
+
+// Defect 6: `profile --perf` killed while perf runs used to leave perf, the
+// workload, its postmaster and backends running until the workload's
+// --duration ended. Whatever kills it now, nothing of the run outlives it
+// by more than a short grace, and TMPDIR is empty.
+TEST_P(ProfileKillTest, DuringPerfLeavesNothingBehind) {
+  if (const std::string why = PerfUnusable(dir_); !why.empty()) GTEST_SKIP() << why;
+  const Kill kill_how = GetParam();
+  // The workload runs 12 s under perf; the grace is shorter, so that an
+  // orphan left to finish on its own is found.
+  constexpr auto kGrace = std::chrono::seconds(8);
+  std::vector<std::string> args = {BACKENDLAB_CLI_PATH};
+  for (const std::string& a : ProfileArgs({"--perf", "--duration=12s", "--shared-buffers=128MB"})) {
+    if (!a.starts_with("--connections=")) args.push_back(a);
+  }
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, (dir_ + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 2, (dir_ + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);  // a group of its own, led by the tool
+  pid_t tool = 0;
+  const int spawned = posix_spawn(&tool, argv[0], &actions, &attributes, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  ASSERT_EQ(spawned, 0);
+
+  bool running = false;
+  for (auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+       !running && std::chrono::steady_clock::now() < give_up;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    running = PerfWorkloadRunning(GroupMembers(tool));
+    if (waitpid(tool, nullptr, WNOHANG) == tool) break;
+  }
+  ASSERT_TRUE(running) << "perf's workload never ran: " << ReadFile(dir_ + "/stderr");
+  ASSERT_EQ(kill_how.group ? kill(-tool, kill_how.signal) : kill(tool, kill_how.signal), 0);
+
+  // Reap the tool, and whatever of its run was orphaned to this subreaper.
+  int status = -1;
+  std::vector<Member> left;
+  for (auto give_up = std::chrono::steady_clock::now() + kGrace; std::chrono::steady_clock::now() < give_up;) {
+    int s = 0;
+    for (pid_t reaped; (reaped = waitpid(-1, &s, WNOHANG)) > 0;) {
+      if (reaped == tool) status = s;
+    }
+    left = GroupMembers(tool);
+    if (status != -1 && left.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(left.empty()) << kill_how.name << ": still running" << Describe(left);
+  for (const Member& m : left) kill(m.pid, SIGKILL);  // for the next test
+  for (int s = 0; waitpid(-1, &s, 0) > 0;) {
+  }
+  ASSERT_NE(status, -1) << "the tool did not end";
+  const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  EXPECT_EQ(exit_code, 128 + kill_how.signal) << ReadFile(dir_ + "/stderr");
+  ExpectTmpdirEmpty();
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, ProfileKillTest,
+                         ::testing::Values(Kill{"TermToTheGroup", "SIGTERM to the group", SIGTERM, true},
+                                           Kill{"KillToTheTool", "SIGKILL to the tool alone", SIGKILL, false},
+                                           Kill{"TermToTheTool", "SIGTERM to the tool alone", SIGTERM, false}),
+                         [](const ::testing::TestParamInfo<Kill>& p) { return std::string(p.param.id); });
 
 }  // namespace
 }  // namespace backendlab::tools
