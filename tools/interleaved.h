@@ -1,4 +1,4 @@
-// Interleaved repetitions: every configuration measured once per round, round
+// Interleaved rounds: every configuration measured once per round, round
 // robin, so that drift on a shared, noisy machine hits all of them alike.
 #ifndef BACKENDLAB_TOOLS_INTERLEAVED_H_
 #define BACKENDLAB_TOOLS_INTERLEAVED_H_
@@ -12,37 +12,50 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "base/interrupt.h"
 
 namespace backendlab::tools {
 
-// Calls measure(index, repetition) for every configuration index in
-// [0, configs) in each of `repetitions` rounds, each round starting one
-// further along, then after_round(repetition). Shows "command: repetition
-// i/n" on stderr while it runs if stderr is a terminal. Stops at the first
-// error and returns it.
+// What a loop returns when a stop was asked for (^C, SIGTERM, ...): main()
+// turns it into exit 128 + the signal.
+inline absl::Status StoppedError() { return absl::CancelledError("interrupted: stopped early, every backend reaped"); }
+
+// Calls measure(index, round) for every configuration index in [0, configs)
+// in each of `rounds` rounds, each round starting one further along, then
+// after_round(round). Shows "command: round i/n, run k/N" on stderr while it
+// runs if stderr is a terminal. Stops at the first error and returns it, and
+// before the next run once a stop was asked for (StopRequested(): never
+// reset, so a signal that arrived during a run, after its own loop had
+// looked, still ends the matrix): Cancelled.
 template <typename Measure, typename AfterRound>
-absl::Status RunInterleaved(std::string_view command, int64_t repetitions, size_t configs, Measure measure,
+absl::Status RunInterleaved(std::string_view command, int64_t rounds, size_t configs, Measure measure,
                             AfterRound after_round) {
   const bool progress = isatty(STDERR_FILENO);
   const std::string name(command);
+  const size_t runs = configs * static_cast<size_t>(rounds);
+  size_t done = 0;
   absl::Status status;
-  for (int64_t rep = 0; rep < repetitions && status.ok(); ++rep) {
-    if (progress) {
-      std::fprintf(stderr, "\r%s: repetition %lld/%lld ", name.c_str(), static_cast<long long>(rep + 1),
-                   static_cast<long long>(repetitions));
+  for (int64_t round = 0; round < rounds && status.ok(); ++round) {
+    for (size_t i = 0; i < configs && status.ok(); ++i, ++done) {
+      if (StopRequested()) {
+        status = StoppedError();
+        break;
+      }
+      if (progress) {
+        std::fprintf(stderr, "\r%s: round %lld/%lld, run %zu/%zu\033[K", name.c_str(), static_cast<long long>(round + 1),
+                     static_cast<long long>(rounds), done + 1, runs);
+      }
+      status = measure((i + static_cast<size_t>(round)) % configs, round);
     }
-    for (size_t i = 0; i < configs && status.ok(); ++i) {
-      status = measure((i + static_cast<size_t>(rep)) % configs, rep);
-    }
-    if (status.ok()) status = after_round(rep);
+    if (status.ok()) status = StopRequested() ? StoppedError() : after_round(round);
   }
   if (progress) std::fprintf(stderr, "\r\033[K");
   return status;
 }
 
 template <typename Measure>
-absl::Status RunInterleaved(std::string_view command, int64_t repetitions, size_t configs, Measure measure) {
-  return RunInterleaved(command, repetitions, configs, measure, [](int64_t) { return absl::OkStatus(); });
+absl::Status RunInterleaved(std::string_view command, int64_t rounds, size_t configs, Measure measure) {
+  return RunInterleaved(command, rounds, configs, measure, [](int64_t) { return absl::OkStatus(); });
 }
 
 }  // namespace backendlab::tools

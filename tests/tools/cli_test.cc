@@ -70,33 +70,6 @@ TEST_F(CliTest, LayoutsUsageErrorsExitTwoWithOneLine) {
   }
 }
 
-TEST_F(CliTest, UnknownCommandExitsTwo) {
-  const RunResult r = Run({"frobnicate"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab: "));
-  EXPECT_NE(r.err.find("frobnicate"), std::string::npos) << r.err;
-}
-
-TEST_F(CliTest, NoArgumentsPrintsUsageToStderrAndExitsTwo) {
-  const RunResult r = Run({});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("usage"), std::string::npos) << r.err;
-  EXPECT_TRUE(r.out.empty()) << r.out;
-}
-
-TEST_F(CliTest, HelpExitsZeroWithUsageOnStdout) {
-  const RunResult r = Run({"--help"});
-  EXPECT_EQ(r.exit_code, 0);
-  EXPECT_NE(r.out.find("usage"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("layouts"), std::string::npos) << r.out;
-  EXPECT_TRUE(r.err.empty()) << r.err;
-
-  const RunResult layouts = Run({"layouts", "--help"});
-  EXPECT_EQ(layouts.exit_code, 0);
-  EXPECT_NE(layouts.out.find("--shared-buffers="), std::string::npos) << layouts.out;
-  EXPECT_TRUE(layouts.err.empty()) << layouts.err;
-}
-
 TEST_F(CliTest, TinyLayoutsRunWritesJsonAndCsv) {
   const std::string json_path = dir_ + "/out.json", csv_path = dir_ + "/out.csv";
   const RunResult r = Run({"layouts", "--shared-buffers=128MB", "--repetitions=1", "--json=" + json_path,
