@@ -17,34 +17,38 @@
 
 namespace backendlab {
 
-// The status of a loop that saw a stop request: Cancelled, naming the signal.
-inline absl::Status StoppedStatus() {
-  return absl::CancelledError("interrupted by signal " + std::to_string(StopSignal()));
-}
+// What a loop returns when a stop was asked for (^C, SIGTERM, ...): main()
+// turns it into exit 128 + the signal.
+inline absl::Status StoppedStatus() { return absl::CancelledError("interrupted: stopped early, every child reaped"); }
 
 // Calls measure(index, round) for every configuration index in [0, configs)
 // in each of `rounds` rounds, each round starting one further along, then
-// after_round(round). Shows "name: round i/n" on stderr while it runs if
-// stderr is a terminal. Stops at the first error and returns it; returns
-// StoppedStatus() as soon as a stop is requested (checked before every
-// measurement, so a stop waits for one measurement at most).
+// after_round(round). Shows "name: round i/n, run k/N" on stderr while it
+// runs if stderr is a terminal. Stops at the first error and returns it, and
+// before the next run once a stop was asked for (StopRequested(): never
+// reset, so a signal that arrived during a run, after its own loop had
+// looked, still ends the matrix): StoppedStatus().
 template <typename Measure, typename AfterRound>
 absl::Status RunInterleaved(std::string_view name, int64_t rounds, size_t configs, Measure measure,
                             AfterRound after_round) {
   const bool progress = isatty(STDERR_FILENO);
   const std::string label(name);
+  const size_t runs = configs * static_cast<size_t>(rounds);
+  size_t done = 0;
   absl::Status status;
   for (int64_t round = 0; round < rounds && status.ok(); ++round) {
-    if (progress) {
-      std::fprintf(stderr, "\r%s: round %lld/%lld ", label.c_str(), static_cast<long long>(round + 1),
-                   static_cast<long long>(rounds));
+    for (size_t i = 0; i < configs && status.ok(); ++i, ++done) {
+      if (StopRequested()) {
+        status = StoppedStatus();
+        break;
+      }
+      if (progress) {
+        std::fprintf(stderr, "\r%s: round %lld/%lld, run %zu/%zu\033[K", label.c_str(), static_cast<long long>(round + 1),
+                     static_cast<long long>(rounds), done + 1, runs);
+      }
+      status = measure((i + static_cast<size_t>(round)) % configs, round);
     }
-    for (size_t i = 0; i < configs && status.ok(); ++i) {
-      if (StopRequested()) status = StoppedStatus();
-      if (status.ok()) status = measure((i + static_cast<size_t>(round)) % configs, round);
-    }
-    if (status.ok() && StopRequested()) status = StoppedStatus();
-    if (status.ok()) status = after_round(round);
+    if (status.ok()) status = StopRequested() ? StoppedStatus() : after_round(round);
   }
   if (progress) std::fprintf(stderr, "\r\033[K");
   return status;

@@ -1,14 +1,22 @@
 // backendlab: the command-line front end. Subcommands are thin; the work is in
 // the modules and in tools/*_command.cc.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "base/fresh_allocations.h"
 #include "base/interrupt.h"
 #include "tools/catcache_command.h"
+#include "tools/flags.h"
 #include "tools/cycle_command.h"
 #include "tools/layouts_command.h"
 #include "tools/profile_command.h"
@@ -41,30 +49,104 @@ void PrintUsage(std::ostream& out) {
   out << "\n'backendlab <command> --help' lists a command's flags.\n";
 }
 
+// `text` with control characters escaped (a newline as \n): an error that
+// quotes user input stays one line, whichever module worded it.
+std::string OneLine(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+// A closed descriptor 0, 1 or 2 would be handed to the next file the run
+// opens (a socket, the --json file), which would then receive our output.
+// Standard input and error fall back to /dev/null; a closed standard output
+// is a failed run before it starts.
+bool StandardDescriptorsOpen() {
+  for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
+    if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+    if (fd == STDOUT_FILENO) {
+      std::cerr << "backendlab: cannot write to standard output: it is closed\n";
+      return false;
+    }
+    const int null_fd = open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY);
+    if (null_fd >= 0 && null_fd != fd) close(null_fd);  // cannot happen: the lowest free number is fd
+  }
+  return true;
+}
+
+// What was written to standard output reached it: a full disk (/dev/full) or
+// a closed pipe's error is a failed run, not a success.
+bool StdoutWritten(std::string_view command) {
+  // std::cout writes through stdio's buffer: its flush is the write that
+  // fails, and errno says why.
+  errno = 0;
+  std::cout.flush();
+  int error = errno;
+  const bool flushed = std::fflush(stdout) == 0;
+  if (errno != 0) error = errno;
+  if (flushed && std::cout.good() && std::ferror(stdout) == 0) return true;
+  std::cerr << "backendlab" << (command.empty() ? "" : " ") << command << ": cannot write to standard output: "
+            << (error != 0 ? std::strerror(error) : "a write failed") << "\n";
+  return false;
+}
+
+// Runs the command and returns its exit status: 0; 2 for a usage error; 1
+// for a failed run; 128 + the signal when a stop was asked for.
+int RunCommand(const Command& c, std::vector<std::string> args) {
+  for (const std::string& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::cout << c.usage();
+      return 0;
+    }
+  }
+  const absl::Status status = c.run(args, std::cout);
+  // A stop wins over any other outcome: the run was cut short, whatever it
+  // returned. A module that saw a stop of its own (Cancelled) without the
+  // process-wide request counts as ^C.
+  if (backendlab::StopRequested() || absl::IsCancelled(status)) {
+    const int signal = backendlab::StopRequested() ? backendlab::StopSignal() : SIGINT;
+    const char* abbrev = sigabbrev_np(signal);
+    std::cerr << "backendlab " << c.name << ": "
+              << (absl::IsCancelled(status) ? OneLine(std::string(status.message())) : std::string("interrupted: stopped early"))
+              << " (SIG" << (abbrev != nullptr ? abbrev : "?") << ")\n";
+    return backendlab::StopExitCode(signal);
+  }
+  if (status.ok()) return 0;
+  std::cerr << "backendlab " << c.name << ": " << OneLine(std::string(status.message())) << "\n";
+  return absl::IsInvalidArgument(status) ? 2 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   backendlab::UseFreshMappingsForLargeAllocations();
+  backendlab::InstallStopHandlers();
+  if (!StandardDescriptorsOpen()) return 1;
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
     PrintUsage(argc < 2 ? std::cerr : std::cout);
-    return argc < 2 ? 2 : 0;
+    if (argc < 2) return 2;
+    return StdoutWritten("") ? 0 : 1;
   }
   for (const Command& c : kCommands) {
-    if (c.name != std::string(argv[1])) continue;
-    std::vector<std::string> args(argv + 2, argv + argc);
-    for (const std::string& a : args) {
-      if (a == "--help" || a == "-h") {
-        std::cout << c.usage();
-        return 0;
-      }
-    }
-    absl::Status status = c.run(args, std::cout);
-    if (status.ok()) return 0;
-    std::cerr << "backendlab " << c.name << ": " << status.message() << "\n";
-    // Stopped by a signal, cleanly: 128 + the signal, as a shell expects.
-    if (absl::IsCancelled(status)) return backendlab::StopRequested() ? backendlab::StopExitCode(backendlab::StopSignal()) : 130;
-    return absl::IsInvalidArgument(status) ? 2 : 1;
+    if (c.name != std::string_view(argv[1])) continue;
+    const int code = RunCommand(c, std::vector<std::string>(argv + 2, argv + argc));
+    // A failed write only changes a success: an error already said why.
+    if (code == 0 && !StdoutWritten(c.name)) return 1;
+    return code;
   }
-  std::cerr << "backendlab: unknown command '" << argv[1] << "' (try: backendlab --help)\n";
+  std::cerr << "backendlab: unknown command " << backendlab::tools::Quoted(argv[1]) << " (try: backendlab --help)\n";
   return 2;
 }

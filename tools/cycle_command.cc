@@ -27,7 +27,7 @@ constexpr FlagSpec kFlags[] = {
     {"exit-check", "assert", "exit-check policy: always, assert or off"},
     {"shared-buffers", "8GB", "shared_buffers (NBuffers = size / 8kB)"},
     {"catcache", "palloc0", "catcache bucket strategy: palloc0, bss, expansible or mmap"},
-    {"profile", "pg17", "syscache profile: pg90 or pg17"},
+    {"syscache", "pg17", "syscache profile: pg90 or pg17"},
     {"clients", "1", "concurrent clients"},
     {"connections", "", "measured connections (default 500 unless --duration)"},
     {"duration", "", "run for this long instead, e.g. 10s or 500ms"},
@@ -61,6 +61,7 @@ absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& ou
   if (!flags.ok()) return flags.status();
   absl::StatusOr<lifecycle::CycleOptions> options = CycleOptionsFromFlags(*flags);
   if (!options.ok()) return options.status();
+  if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;
   if (isatty(STDERR_FILENO)) {
     options->progress = [](const std::string& line) { std::fprintf(stderr, "\r%s\033[K", line.c_str()); };
   }

@@ -11,6 +11,7 @@
 #include "buffers/shared_buffers.h"
 #include "catcache/bucket_allocator.h"
 #include "catcache/syscache_profile.h"
+#include "base/interleaved.h"
 
 namespace backendlab::tools {
 
@@ -20,12 +21,12 @@ absl::StatusOr<int64_t> ParseDurationMs(std::string_view text) {
   while (digits < t.size() && t[digits] >= '0' && t[digits] <= '9') ++digits;
   int64_t n = 0;
   if (digits == 0 || !absl::SimpleAtoi(t.substr(0, digits), &n)) {
-    return absl::InvalidArgumentError(absl::StrCat("invalid duration '", t, "' (e.g. 10s, 500ms, 2m)"));
+    return absl::InvalidArgumentError(absl::StrCat("invalid duration ", Quoted(t), " (e.g. 10s, 500ms, 2m)"));
   }
   const std::string unit = t.substr(digits);
   constexpr int64_t kDayMs = 24 * 3600 * 1000;
   if (n > kDayMs) {  // checked before any multiplication can overflow
-    return absl::InvalidArgumentError(absl::StrCat("invalid duration '", t, "': must be > 0 and at most a day"));
+    return absl::InvalidArgumentError(absl::StrCat("invalid duration ", Quoted(t), ": must be > 0 and at most a day"));
   }
   int64_t ms;
   if (unit == "ms") {
@@ -35,10 +36,10 @@ absl::StatusOr<int64_t> ParseDurationMs(std::string_view text) {
   } else if (unit == "m") {
     ms = n * 60'000;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("invalid duration '", t, "': unit must be ms, s or m"));
+    return absl::InvalidArgumentError(absl::StrCat("invalid duration ", Quoted(t), ": unit must be ms, s or m"));
   }
   if (ms <= 0 || ms > kDayMs) {
-    return absl::InvalidArgumentError(absl::StrCat("invalid duration '", t, "': must be > 0 and at most a day"));
+    return absl::InvalidArgumentError(absl::StrCat("invalid duration ", Quoted(t), ": must be > 0 and at most a day"));
   }
   return ms;
 }
@@ -55,19 +56,19 @@ absl::Status ParseFlagInto(const Flags& flags, const char* name, Parse parse, T*
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ParseProfileName(std::string_view name) {
+}  // namespace
+
+absl::StatusOr<std::string> ParseSyscacheName(std::string_view name) {
   if (absl::StatusOr<catcache::SyscacheProfile> p = catcache::BuiltinProfile(name); !p.ok()) return p.status();
   return std::string(name);
 }
-
-}  // namespace
 
 absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags, bool with_configuration) {
   lifecycle::CycleOptions o;
   lifecycle::BackendConfig& b = o.backend;
   for (absl::Status s : {
            ParseFlagInto(flags, "mode", lifecycle::ParseMode, &o.mode),
-           ParseFlagInto(flags, "profile", ParseProfileName, &b.profile),
+           ParseFlagInto(flags, "syscache", ParseSyscacheName, &b.profile),
        }) {
     if (!s.ok()) return s;
   }
@@ -114,9 +115,9 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
     o.connections = 500;
   }
   if (flags.Has("syscalls")) {
-    const std::string v = flags.Get("syscalls");
-    if (v != "on" && v != "off") return absl::InvalidArgumentError("--syscalls must be on or off");
-    b.count_syscalls = v == "on";
+    absl::StatusOr<bool> on = flags.GetBool("syscalls");
+    if (!on.ok()) return on.status();
+    b.count_syscalls = *on;
   }
   if (flags.Has("counters")) {
     absl::StatusOr<std::vector<profiling::PerfEvent>> events = profiling::ParsePerfEventList(flags.Get("counters"));
@@ -134,8 +135,8 @@ std::string ConfigLine(const lifecycle::CycleOptions& o, bool with_configuration
           ? absl::StrCat(", layout ", std::string(buffers::LayoutName(b.layout)), ", exit-check ",
                          std::string(buffers::ExitCheckPolicyName(b.exit_check)), ", shared_buffers ",
                          buffers::FormatSize(b.shared_buffers.bytes), ", catcache ",
-                         std::string(catcache::BucketStrategyName(b.catcache)), "/", b.profile)
-          : absl::StrCat(", syscache profile ", b.profile);
+                         std::string(catcache::BucketStrategyName(b.catcache)), ", syscache ", b.profile)
+          : std::string();
   return absl::StrCat(std::string(lifecycle::ModeName(o.mode)), " mode", configuration, ", ", o.clients,
                       o.clients == 1 ? " client, " : " clients, ",
                       o.connections > 0 ? absl::StrCat(o.connections, " connections")
@@ -151,7 +152,7 @@ nlohmann::json ConfigJson(const lifecycle::CycleOptions& o) {
           {"shared_buffers_bytes", b.shared_buffers.bytes},
           {"nbuffers", b.shared_buffers.nbuffers},
           {"catcache", catcache::BucketStrategyName(b.catcache)},
-          {"profile", b.profile},
+          {"syscache", b.profile},
           {"clients", o.clients},
           {"connections", o.connections},
           {"duration_ms", o.duration_ms},
@@ -226,7 +227,7 @@ Report PhaseReport(const lifecycle::CycleSummary& s, std::span<const profiling::
 }
 
 absl::Status RunOutcome(const lifecycle::CycleResult& result, const lifecycle::CycleSummary& s) {
-  if (result.interrupted) return absl::CancelledError("interrupted: stopped early, every backend reaped");
+  if (result.interrupted) return StoppedStatus();
   const int64_t crashed = s.crashed + result.backends.warmup_crashed;
   if (crashed > 0) return absl::AbortedError(absl::StrCat(crashed, " backend(s) crashed (see above)"));
   if (result.failed_connections > 0) {

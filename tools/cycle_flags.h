@@ -20,13 +20,16 @@ namespace backendlab::tools {
 // "10s", "500ms", "2m" -> milliseconds; InvalidArgument otherwise.
 absl::StatusOr<int64_t> ParseDurationMs(std::string_view text);
 
+// A built-in syscache profile's name (pg90, pg17), or InvalidArgument.
+absl::StatusOr<std::string> ParseSyscacheName(std::string_view name);
+
 // The options of one cycle from the flags `cycle` takes. `compare` passes
-// with_configuration = false: its layout, exit-check, shared-buffers and
-// catcache flags are lists, set per configuration by the caller.
+// with_configuration = false: its layouts, exit-checks, shared-buffers,
+// catcaches and syscaches are lists, set per configuration by the caller.
 absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags, bool with_configuration = true);
 
-// "fork mode, layout hash, exit-check assert, shared_buffers 8GB, catcache palloc0/pg17, 1 client, ..."
-// Without the configuration (for `compare`): "fork mode, catcache profile pg17, 1 client, ...".
+// "fork mode, layout hash, exit-check assert, shared_buffers 8GB, catcache palloc0, syscache pg17, 1 client, ..."
+// Without the configuration (for `compare`): "fork mode, 1 client, ...".
 std::string ConfigLine(const lifecycle::CycleOptions& options, bool with_configuration = true);
 nlohmann::json ConfigJson(const lifecycle::CycleOptions& options);
 nlohmann::json SummaryJson(const lifecycle::CycleSummary& s, const lifecycle::CycleResult& result);

@@ -3,11 +3,20 @@
 
 #include <algorithm>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
 namespace backendlab::tools {
+
+std::string Quoted(std::string_view text) { return absl::StrCat("'", absl::CEscape(std::string(text)), "'"); }
+
+namespace {
+
+std::string FlagName(std::string_view name) { return Quoted("--" + std::string(name)); }
+
+}  // namespace
 
 absl::StatusOr<Flags> Flags::Parse(std::span<const std::string> args, std::span<const FlagSpec> specs) {
   Flags flags;
@@ -16,26 +25,26 @@ absl::StatusOr<Flags> Flags::Parse(std::span<const std::string> args, std::span<
   }
   std::map<std::string, bool, std::less<>> seen;
   for (const std::string& arg : args) {
-    if (arg.rfind("--", 0) != 0) return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
+    if (arg.rfind("--", 0) != 0) return absl::InvalidArgumentError(absl::StrCat("unexpected argument ", Quoted(arg)));
     const size_t eq = arg.find('=');
     const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     bool known = false;
     for (const FlagSpec& spec : specs) known |= spec.name == name;
-    if (!known) return absl::InvalidArgumentError(absl::StrCat("unknown flag '--", name, "' (see --help)"));
+    if (!known) return absl::InvalidArgumentError(absl::StrCat("unknown flag ", FlagName(name), " (see --help)"));
     if (eq == std::string::npos) {
       // An on/off flag given alone is on: `--perf` for `--perf=on`.
       const bool on_off = std::any_of(specs.begin(), specs.end(),
                                       [&](const FlagSpec& s) { return s.name == name && s.default_value == "off"; });
-      if (!on_off) return absl::InvalidArgumentError(absl::StrCat("flag '--", name, "' needs a value (--", name, "=...)"));
-      if (seen[name]) return absl::InvalidArgumentError(absl::StrCat("flag '--", name, "' given twice"));
+      if (!on_off) return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), " needs a value (--", absl::CEscape(name), "=...)"));
+      if (seen[name]) return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), " given twice"));
       seen[name] = true;
       flags.values_[name] = "on";
       continue;
     }
-    if (seen[name]) return absl::InvalidArgumentError(absl::StrCat("flag '--", name, "' given twice"));
+    if (seen[name]) return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), " given twice"));
     seen[name] = true;
     std::string value = arg.substr(eq + 1);
-    if (value.empty()) return absl::InvalidArgumentError(absl::StrCat("flag '--", name, "' has an empty value"));
+    if (value.empty()) return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), " has an empty value"));
     flags.values_[name] = std::move(value);
   }
   return flags;
@@ -48,8 +57,12 @@ std::string Flags::Get(std::string_view name) const {
 
 absl::StatusOr<std::vector<std::string>> Flags::GetList(std::string_view name) const {
   std::vector<std::string> items = absl::StrSplit(Get(name), ',');
-  for (const std::string& item : items) {
-    if (item.empty()) return absl::InvalidArgumentError(absl::StrCat("flag '--", std::string(name), "' has an empty list item"));
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].empty()) return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), " has an empty list item"));
+    // A repeated entry would be measured, and reported, twice.
+    if (std::find(items.begin(), items.begin() + static_cast<ptrdiff_t>(i), items[i]) != items.begin() + static_cast<ptrdiff_t>(i)) {
+      return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), " lists ", Quoted(items[i]), " twice"));
+    }
   }
   return items;
 }
@@ -58,18 +71,18 @@ absl::StatusOr<bool> Flags::GetBool(std::string_view name) const {
   const std::string text = Get(name);
   if (text == "on") return true;
   if (text == "off") return false;
-  return absl::InvalidArgumentError(absl::StrCat("flag '--", std::string(name), "' must be on or off, not '", text, "'"));
+  return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), " must be on or off, not ", Quoted(text)));
 }
 
 absl::StatusOr<int64_t> Flags::GetInt(std::string_view name, int64_t min, int64_t max) const {
   const std::string text = Get(name);
   int64_t value;
   if (!absl::SimpleAtoi(text, &value)) {
-    return absl::InvalidArgumentError(absl::StrCat("flag '--", std::string(name), "': '", text, "' is not a whole number"));
+    return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), ": ", Quoted(text), " is not a whole number"));
   }
   if (value < min || value > max) {
     return absl::InvalidArgumentError(
-        absl::StrCat("flag '--", std::string(name), "': ", value, " is outside ", min, "..", max));
+        absl::StrCat("flag ", FlagName(name), ": ", value, " is outside ", min, "..", max));
   }
   return value;
 }

@@ -28,7 +28,7 @@ class Flags {
 
   bool Has(std::string_view name) const { return values_.contains(std::string(name)); }
   std::string Get(std::string_view name) const;
-  // A comma-separated list; empty items are an error.
+  // A comma-separated list; an empty or a repeated item is an error.
   absl::StatusOr<std::vector<std::string>> GetList(std::string_view name) const;
   // An on/off flag (default "off"; given alone it is "on"): the one boolean
   // spelling of every command.
@@ -39,6 +39,11 @@ class Flags {
  private:
   std::map<std::string, std::string, std::less<>> values_;
 };
+
+// `text` in single quotes with control characters, quotes and backslashes
+// escaped as in C ("a\nb" -> 'a\\nb'): how every error quotes user input, so
+// that it stays one line whatever the user typed.
+std::string Quoted(std::string_view text);
 
 // "  --name=DEFAULT  help" lines for a command's usage text.
 std::string FlagsHelp(std::span<const FlagSpec> specs);

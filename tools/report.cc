@@ -1,9 +1,12 @@
 // Text, CSV and JSON renderings of a Report.
 #include "tools/report.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -41,16 +44,66 @@ nlohmann::json JsonOf(const Cell& cell) {
   return std::get<std::string>(cell);
 }
 
+// The directory a file or directory at `path` would be created in.
+std::string ParentOf(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+
+absl::Status CannotWrite(std::string_view flag, const std::string& path, const std::string& why) {
+  return absl::FailedPreconditionError(absl::StrCat("--", std::string(flag), "=", Quoted(path), ": ", why));
+}
+
+// A directory we may create entries in.
+absl::Status CheckWritableDirectory(std::string_view flag, const std::string& path, const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return CannotWrite(flag, path, absl::StrCat("no directory ", Quoted(dir)));
+  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    return CannotWrite(flag, path, absl::StrCat("directory ", Quoted(dir), ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckOutputFile(std::string_view flag, const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(st)) return CannotWrite(flag, path, "is a directory");
+  if (std::filesystem::exists(st)) {
+    if (access(path.c_str(), W_OK) != 0) return CannotWrite(flag, path, std::strerror(errno));
+    return absl::OkStatus();
+  }
+  return CheckWritableDirectory(flag, path, ParentOf(path));
+}
+
+absl::Status CheckOutputDirectory(std::string_view flag, const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (std::filesystem::exists(st)) {
+    if (!std::filesystem::is_directory(st)) return CannotWrite(flag, path, "is not a directory");
+    return CheckWritableDirectory(flag, path, path);
+  }
+  return CheckWritableDirectory(flag, path, ParentOf(path));
+}
+
 template <typename Write>
 absl::Status WriteFile(const std::string& path, Write write) {
   std::ofstream out(path);
   if (out) write(out);
   out.close();
-  if (!out) return absl::UnavailableError(absl::StrCat("cannot write '", path, "': ", std::strerror(errno)));
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", Quoted(path), ": ", std::strerror(errno)));
   return absl::OkStatus();
 }
 
 }  // namespace
+
+absl::Status CheckOutputPaths(const Flags& flags) {
+  for (std::string_view flag : {"json", "csv", "svg"}) {
+    if (!flags.Has(flag)) continue;
+    if (absl::Status s = CheckOutputFile(flag, flags.Get(flag)); !s.ok()) return s;
+  }
+  if (flags.Has("out")) return CheckOutputDirectory("out", flags.Get("out"));
+  return absl::OkStatus();
+}
 
 absl::Status WriteTextFile(const std::string& path, std::string_view text) {
   return WriteFile(path, [&](std::ostream& out) { out << text; });

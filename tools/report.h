@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "nlohmann/json.hpp"
 #include "base/summary.h"
+#include "tools/flags.h"
 
 namespace backendlab::tools {
 
@@ -55,6 +56,15 @@ class Report {
 // Writes `text` to `path` (replacing it); an error names the file and why.
 // Every file a command writes goes through here or the Report writers.
 absl::Status WriteTextFile(const std::string& path, std::string_view text);
+
+// Checks, before a run starts, that each output a command was asked for can
+// be written, so that a typo in a path does not cost the whole run: --json,
+// --csv and --svg (files: the directory exists and is writable, and the path
+// is not a directory nor an existing file we may not replace) and --out (a
+// directory: it exists and is writable, or can be created in its parent).
+// Nothing is created: a run that fails later leaves no empty file behind.
+// An error names the flag and the path (a run failure: exit 1).
+absl::Status CheckOutputPaths(const Flags& flags);
 
 // The median of field(s) over `samples`: what a report's cells quote.
 template <typename Sample, typename Field>

@@ -42,25 +42,45 @@ inline std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
-// Runs argv[0] with `argv`; its stdout and stderr go to files in `dir` (no
-// pipe can fill up and stall the child), read back and removed.
-inline RunResult RunProgram(std::vector<std::string> argv_strings, const std::string& dir) {
-  RunResult result;
-  const std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
+// Where a spawned program's standard output goes.
+enum class Stdout {
+  kFile,     // dir/stdout, read back into RunResult::out
+  kDevFull,  // /dev/full: every write fails with ENOSPC
+  kClosed,   // descriptor 1 closed
+};
+
+// Starts argv[0] with `argv` and returns its pid (-1 and a test failure if it
+// cannot): stdin from /dev/null, stdout as `out` says, stderr to dir/stderr.
+// Files, not pipes: no pipe can fill up and stall the child.
+inline pid_t SpawnProgram(std::vector<std::string> argv_strings, const std::string& dir, Stdout out = Stdout::kFile) {
   std::vector<char*> argv;
   for (std::string& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
-
+  const std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (out == Stdout::kClosed) {
+    posix_spawn_file_actions_addclose(&actions, 1);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, 1, out == Stdout::kFile ? out_path.c_str() : "/dev/full",
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  }
   posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   pid_t pid;
   const int spawn_error = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   EXPECT_EQ(spawn_error, 0) << "cannot run " << argv_strings[0];
-  if (spawn_error != 0) return result;
+  return spawn_error == 0 ? pid : -1;
+}
+
+// Runs argv[0] with `argv` (see SpawnProgram) and waits for it; its stdout
+// and stderr are read back and their files removed.
+inline RunResult RunProgram(std::vector<std::string> argv_strings, const std::string& dir, Stdout out = Stdout::kFile) {
+  RunResult result;
+  const std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
+  const pid_t pid = SpawnProgram(std::move(argv_strings), dir, out);
+  if (pid < 0) return result;
 
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {

@@ -55,9 +55,9 @@ TEST_P(CatcacheBadInputTest, OneLineOnStderrAndExit2) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, CatcacheBadInputTest,
     testing::Values(BadInput{"--catcaches=palloc0,calloc", "unknown catcache 'calloc'"},
-                    BadInput{"--catcaches=bss,mmap,bss", "catcache 'bss' given twice"},
+                    BadInput{"--catcaches=bss,mmap,bss", "'--catcaches' lists 'bss' twice"},
                     BadInput{"--syscaches=pg96", "unknown syscache 'pg96'"},
-                    BadInput{"--syscaches=pg17,pg17", "syscache 'pg17' given twice"},
+                    BadInput{"--syscaches=pg17,pg17", "'--syscaches' lists 'pg17' twice"},
                     BadInput{"--lookups=-1", "'--lookups': -1 is outside"},
                     BadInput{"--lookups=-5000", "'--lookups': -5000 is outside"},
                     BadInput{"--lookups=abc", "'abc' is not a whole number"},

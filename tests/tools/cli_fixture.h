@@ -19,10 +19,10 @@ namespace backendlab::tools {
 class CliTest : public test_util::PrivateTmpdirTest {
  protected:
   // Runs `backendlab args...` in dir_ and waits for it.
-  test_util::RunResult Run(const std::vector<std::string>& args) {
+  test_util::RunResult Run(const std::vector<std::string>& args, test_util::Stdout out = test_util::Stdout::kFile) {
     std::vector<std::string> argv = {BACKENDLAB_CLI_PATH};
     argv.insert(argv.end(), args.begin(), args.end());
-    return test_util::RunProgram(std::move(argv), dir_);
+    return test_util::RunProgram(std::move(argv), dir_, out);
   }
 
   void ExpectTmpdirEmpty() { EXPECT_TRUE(TmpdirIsEmpty()) << "the tool left files in its TMPDIR " << tmpdir_; }

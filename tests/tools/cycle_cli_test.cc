@@ -77,7 +77,7 @@ std::vector<std::string> WithSmallDefaults(const std::string& command, std::vect
   if (command == "cycle") {
     defaults = {"--shared-buffers=128MB", "--connections=2", "--warmup=0", "--work-lookups=10"};
   } else {
-    defaults = {"--layouts=hash",  "--shared-buffers=128MB", "--exit-check=off", "--connections=2",
+    defaults = {"--layouts=hash",  "--shared-buffers=128MB", "--exit-checks=off", "--connections=2",
                 "--rounds=1",      "--warmup=0",             "--work-lookups=10"};
   }
   auto given = [&](const std::string& name) {
@@ -126,7 +126,7 @@ std::vector<BadInput> BadInputs() {
       {"--shared-buffers=8 GB"},
       {"--shared-buffers=16TB"},
       {"--catcache=heap"},
-      {"--profile=pg99"},
+      {"--syscache=pg99"},
       {"--clients=0"},
       {"--clients=5", "--connections=2"},
       {"--connections=0"},
@@ -139,10 +139,20 @@ std::vector<BadInput> BadInputs() {
       {"--syscalls=maybe"},
       {"positional"},
   };
+  // compare's list flags are plural; its syscache list is --syscaches.
+  auto for_compare = [](std::vector<std::string> args) {
+    for (std::string& a : args) {
+      for (const auto& [one, list] : std::vector<std::pair<std::string, std::string>>{
+               {"--exit-check=", "--exit-checks="}, {"--catcache=", "--catcaches="}, {"--syscache=", "--syscaches="}}) {
+        if (a.rfind(one, 0) == 0) a = list + a.substr(one.size());
+      }
+    }
+    return args;
+  };
   std::vector<BadInput> all;
   for (const auto& args : kBoth) {
     all.push_back({"cycle", args});
-    all.push_back({"compare", args});
+    all.push_back({"compare", for_compare(args)});
   }
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"--layout=foo"},
@@ -165,7 +175,7 @@ std::vector<BadInput> BadInputs() {
            {"--rounds=0"},
            {"--layouts=array,,hash"},
            {"--shared-buffers=128MB,,1GB"},
-           {"--exit-check=always,sometimes"},
+           {"--exit-checks=always,sometimes"},
            {"--connections=2", "--rounds=3"},
            {"--baseline=hash/alwayz"},
        }) {
@@ -303,7 +313,7 @@ TEST_F(CycleCliTest, UnusableTmpdirIsARunFailureOnOneLine) {
 }
 
 TEST_F(CycleCliTest, CompareSmallMatrixExitsZero) {
-  const RunResult r = Run({"compare", "--layouts=array,hash", "--shared-buffers=128MB", "--exit-check=always",
+  const RunResult r = Run({"compare", "--layouts=array,hash", "--shared-buffers=128MB", "--exit-checks=always",
                            "--connections=4", "--rounds=2", "--warmup=1", "--work-lookups=10"});
   ASSERT_EQ(r.exit_code, 0) << "stderr: " << r.err;
   EXPECT_EQ(r.err, "");

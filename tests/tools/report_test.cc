@@ -1,6 +1,9 @@
-// The CLI's building blocks: Report (text, CSV, JSON renderings) and the --name=value flag parser.
+// The CLI's building blocks: Report (text, CSV, JSON renderings), the
+// output-path check and the --name=value flag parser.
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -159,6 +162,61 @@ TEST_F(ReportFileTest, UnwritablePathIsAnErrorNamingTheFile) {
   EXPECT_NE(std::string(csv.message()).find(path), std::string::npos) << csv;
 }
 
+// Output paths are checked before a run, and the check creates nothing.
+class OutputPathsTest : public test_util::TempDirTest {
+ protected:
+  static constexpr FlagSpec kOutputSpecs[] = {
+      {"json", "", ""}, {"csv", "", ""}, {"svg", "", ""}, {"out", "", ""}};
+  absl::Status Check(std::vector<std::string> args) {
+    absl::StatusOr<Flags> flags = Flags::Parse(args, kOutputSpecs);
+    EXPECT_TRUE(flags.ok()) << flags.status();
+    return flags.ok() ? CheckOutputPaths(*flags) : flags.status();
+  }
+  bool DirIsEmpty() const { return std::filesystem::is_empty(dir_); }
+};
+
+TEST_F(OutputPathsTest, WritablePathsPassAndNothingIsCreated) {
+  EXPECT_TRUE(Check({}).ok());
+  EXPECT_TRUE(Check({"--json=" + dir_ + "/a.json", "--csv=" + dir_ + "/a.csv", "--svg=" + dir_ + "/a.svg",
+                     "--out=" + dir_ + "/profile"})
+                  .ok());
+  EXPECT_TRUE(DirIsEmpty()) << "the check must not leave files behind for a run that fails later";
+  // An existing file is replaced; an existing directory is used for --out.
+  std::ofstream(dir_ + "/old.json") << "{}";
+  EXPECT_TRUE(Check({"--json=" + dir_ + "/old.json", "--out=" + dir_}).ok());
+}
+
+TEST_F(OutputPathsTest, UnwritablePathsAreRunFailuresNamingFlagAndPath) {
+  std::filesystem::create_directory(dir_ + "/adir");
+  std::ofstream(dir_ + "/afile") << "x";
+  std::filesystem::create_directory(dir_ + "/readonly");
+  chmod((dir_ + "/readonly").c_str(), 0500);
+  const bool root = geteuid() == 0;  // root writes to read-only directories
+  struct Case {
+    std::string arg, flag;
+  };
+  std::vector<Case> cases = {
+      {"--json=" + dir_ + "/no-such-dir/x.json", "--json"},
+      {"--csv=" + dir_ + "/adir", "--csv"},
+      {"--svg=" + dir_ + "/afile/x.svg", "--svg"},
+      {"--out=" + dir_ + "/afile", "--out"},
+      {"--out=" + dir_ + "/no-such-dir/profile", "--out"},
+  };
+  if (!root) cases.push_back({"--json=" + dir_ + "/readonly/x.json", "--json"});
+  for (const Case& c : cases) {
+    const absl::Status s = Check({c.arg});
+    EXPECT_FALSE(s.ok()) << c.arg;
+    EXPECT_FALSE(absl::IsInvalidArgument(s)) << c.arg << ": a run failure (exit 1), like a failed write";
+    const std::string message(s.message());
+    EXPECT_EQ(message.rfind(c.flag + "=", 0), 0u) << message;
+    EXPECT_NE(message.find(c.arg.substr(c.flag.size() + 1)), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+  chmod((dir_ + "/readonly").c_str(), 0700);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()), 3)
+      << "nothing created";
+}
+
 constexpr FlagSpec kSpecs[] = {
     {"size", "128MB,1GB", "sizes"},
     {"count", "15", "a count"},
@@ -254,6 +312,44 @@ TEST(FlagsTest, GetIntRejectsNonNumbersAndValuesOutsideTheRange) {
     ASSERT_TRUE(count.ok()) << value << ": " << count.status();
     EXPECT_EQ(*count, std::stoll(value));
   }
+}
+
+TEST(FlagsTest, GetListRejectsRepeatedItems) {
+  for (const char* value : {"a,a", "a,b,a", "1GB,2GB,1GB"}) {
+    absl::StatusOr<Flags> flags = Parse({std::string("--size=") + value});
+    ASSERT_TRUE(flags.ok()) << flags.status();
+    absl::StatusOr<std::vector<std::string>> list = flags->GetList("size");
+    EXPECT_TRUE(absl::IsInvalidArgument(list.status())) << value;
+    EXPECT_NE(std::string(list.status().message()).find("twice"), std::string::npos) << list.status();
+  }
+}
+
+TEST(FlagsTest, GetBoolTakesOnAndOffOnly) {
+  EXPECT_EQ(Parse({"--perf=on"})->GetBool("perf").value_or(false), true);
+  EXPECT_EQ(Parse({"--perf=off"})->GetBool("perf").value_or(true), false);
+  EXPECT_EQ(Parse({"--perf"})->GetBool("perf").value_or(false), true);
+  for (const char* value : {"true", "false", "1", "0", "yes", "ON"}) {
+    EXPECT_TRUE(absl::IsInvalidArgument(Parse({std::string("--perf=") + value})->GetBool("perf").status())) << value;
+  }
+}
+
+// A control character in what the user typed is quoted escaped, so that an
+// error stays one line (defect 11: a newline gave a two-line error).
+TEST(FlagsTest, ErrorsQuoteUserInputEscapedOnOneLine) {
+  const std::vector<absl::Status> errors = {
+      Parse({"line\nbreak"}).status(),
+      Parse({"--bo\ngus=1"}).status(),
+      Parse({"--count=1\n2"})->GetInt("count", 1, 10).status(),
+      Parse({"--perf=o\rn"})->GetBool("perf").status(),
+      Parse({"--size=a\tb,a\tb"})->GetList("size").status(),
+  };
+  for (const absl::Status& s : errors) {
+    const std::string message(s.message());
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+    EXPECT_EQ(message.find_first_of("\n\r\t"), std::string::npos) << message;
+  }
+  EXPECT_NE(std::string(errors[2].message()).find("'1\\n2'"), std::string::npos) << errors[2];
+  EXPECT_EQ(Quoted("a\nb'c"), "'a\\nb\\'c'");
 }
 
 TEST(FlagsTest, HelpListsEveryFlagWithItsDefault) {
