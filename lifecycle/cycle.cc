@@ -225,8 +225,10 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
   while ((waited = waitpid(postmaster, &status, 0)) < 0 && errno == EINTR) {
   }
   if (waited < 0) return Errno("waitpid(postmaster)");
-  if (!run.ok()) return run;
+  // The postmaster's own failure first: when it fails it also closes its
+  // socket, so clients that try again meanwhile fail with ENOENT, a symptom.
   if (!postmaster_failure.ok()) return postmaster_failure;
+  if (!run.ok()) return run;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || clients.postmaster_gone()) {
     return absl::InternalError(absl::StrCat(
         "the postmaster died (", WIFSIGNALED(status) ? absl::StrCat("signal ", WTERMSIG(status)) : absl::StrCat("status ", WEXITSTATUS(status)),

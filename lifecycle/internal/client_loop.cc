@@ -126,7 +126,10 @@ bool ClientLoop::DrainOne() {
 }
 
 absl::Status ClientLoop::Connect(Client& c, bool& connected) {
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Non-blocking: a connect() to a full backlog must return EAGAIN, not
+  // wait, or the loop would stop reading the postmaster's messages while the
+  // postmaster, blocked writing them, accepts no one.
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return absl::UnavailableError(ErrnoLine("socket", errno));
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;

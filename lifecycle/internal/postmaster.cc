@@ -186,6 +186,7 @@ void Postmaster::Reap() {
     if (pid < 0) {
       if (errno == EINTR) continue;
       live_.clear();  // ECHILD: nothing left to wait for (children reaped elsewhere)
+      slot_used_.assign(slot_used_.size(), false);
       break;
     }
     auto it = live_.find(pid);
