@@ -65,8 +65,8 @@ constexpr char kForComparison[] =
     "backend  77/77  1.0: cpu-clock:\n"
     "\tffffffffa1001000 clear_page_erms+0xe ([kernel.kallsyms])\n"
     "\tffffffffa1002000 asm_exc_page_fault+0x22 ([kernel.kallsyms])\n"
-    "\t    55d0c0a01234 (anonymous namespace)::Spin(long)+0x1d (/work/build/probe)\n"
-    "\t    55d0c0a05678 ns::Scan<int>(int const*, unsigned long)+0x2 (/work/build/probe)\n"
+    "\t    55d0c0a01234 (anonymous namespace)::Spin(long)+0x1d (/opt/probe/probe)\n"
+    "\t    55d0c0a05678 ns::Scan<int>(int const*, unsigned long)+0x2 (/opt/probe/probe)\n"
     "\t    7f00deadbeef [unknown] (/usr/lib/x86_64-linux-gnu/libc.so.6)\n"
     "\n";
 
