@@ -199,12 +199,10 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
   if (!top_n.ok()) return top_n.status();
   absl::StatusOr<bool> perf = flags->GetBool("perf");
   if (!perf.ok()) return perf.status();
+  // Found out now, not after the run: an --out that is a file or not
+  // writable. It is created only once there is a profile to put in it.
+  if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;
   const std::string dir = flags->Get("out");  // never empty: the parser refuses empty values
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::UnavailableError(absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
-  }
-  // Found out now, not after the run: an --out that is a file or not writable.
-  if (absl::Status s = WriteTextFile(dir + "/summary.txt", ""); !s.ok()) return s;
   options->sampler = sampler;
   if (isatty(STDERR_FILENO)) {
     options->progress = [](const std::string& line) { std::fprintf(stderr, "\r%s\033[K", line.c_str()); };
@@ -213,6 +211,9 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
   absl::StatusOr<lifecycle::CycleResult> result = lifecycle::RunCycle(*options);
   if (options->progress) std::fprintf(stderr, "\r\033[K");
   if (!result.ok()) return result.status();
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(dir), ": ", std::strerror(errno)));
+  }
   const lifecycle::CycleSummary summary = lifecycle::Summarize(*result);
 
   // Everything printed also goes to summary.txt.

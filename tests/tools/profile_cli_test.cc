@@ -104,13 +104,32 @@ TEST_F(ProfileCliTest, BadFlagsAreUsageErrors) {
     EXPECT_EQ(r.err.find("given twice"), std::string::npos) << r.err;
     EXPECT_EQ(r.out, "") << bad;
   }
+  ExpectNothingCreated();  // no --out, not even an empty one
   ExpectNothingLeft();
 }
 
-TEST_F(ProfileCliTest, UnwritableOutputIsARunFailure) {
-  const RunResult r = Profile({"--out=" + dir_ + "/no/such/dir"});
+// An --out that cannot be created, or an unwritable --json, fails before
+// the workload runs (a million connections, refused at once), and nothing is
+// created: not --out, not an empty summary.txt in it.
+TEST_F(ProfileCliTest, UnwritableOutputFailsBeforeTheRun) {
+  const std::string out = dir_ + "/no/such/dir";
+  const RunResult r = Profile({"--connections=1000000", "--out=" + out});
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab profile: cannot create ")) << r.err;
+  EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab profile: --out=")) << r.err;
+  EXPECT_NE(r.err.find(out), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "") << "nothing measured";
+  ExpectNothingCreated();
+  ExpectNothingLeft();
+}
+
+TEST_F(ProfileCliTest, UnwritableJsonPathFailsBeforeTheRun) {
+  const std::string path = dir_ + "/no-such-dir/x.json";
+  const RunResult r = Profile({"--connections=1000000", "--json=" + path});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab profile: --json=")) << r.err;
+  EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "") << "nothing measured";
+  ExpectNothingCreated();  // nor the default --out
   ExpectNothingLeft();
 }
 
