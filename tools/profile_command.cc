@@ -23,6 +23,7 @@
 #include "profiling/sampler.h"
 #include "tools/cycle_command.h"
 #include "tools/cycle_flags.h"
+#include "tools/cycle_report.h"
 #include "tools/profile_report.h"
 #include "tools/report.h"
 

@@ -5,7 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "profiling/flame_graph.h"
 #include "profiling/sampler.h"
-#include "tools/cycle_flags.h"
+#include "tools/cycle_report.h"
 #include "tools/machine_header.h"
 #include "tools/report.h"
 
