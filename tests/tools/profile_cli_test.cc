@@ -16,6 +16,7 @@
 
 #include "gtest/gtest.h"
 #include "profiling/folded_stacks.h"
+#include "profiling/perf_record.h"
 #include "tests/lifecycle/child_processes.h"
 #include "tests/tools/cli_fixture.h"
 
@@ -130,6 +131,17 @@ TEST_F(ProfileCliTest, UnwritableJsonPathFailsBeforeTheRun) {
   EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "") << "nothing measured";
   ExpectNothingCreated();  // nor the default --out
+  ExpectNothingLeft();
+}
+
+// backendlab's main() starts with DieWithParentIfAsked (no constructor runs
+// it before main): as perf's workload whose perf is already gone, it ends at
+// once, as if terminated, before it runs anything.
+TEST_F(ProfileCliTest, WorkloadWhosePerfIsGoneEndsAtOnce) {
+  test_util::ScopedEnv env(profiling::kDieWithParentEnv, "1");  // not its parent
+  const RunResult r = Run({"cycle", "--connections=1000000"});
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.err;
+  EXPECT_EQ(r.out, "");
   ExpectNothingLeft();
 }
 
