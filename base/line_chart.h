@@ -30,10 +30,6 @@ struct LineChart {
 // <title> tooltip "name at x: value unit", and a legend. Text is escaped.
 std::string RenderLineChart(const LineChart& chart);
 
-// `text` with the five XML special characters escaped; control characters
-// other than tab (which XML 1.0 forbids even escaped) become '?'.
-std::string EscapeXml(std::string_view text);
-
 }  // namespace backendlab
 
 #endif  // BACKENDLAB_BASE_LINE_CHART_H_

@@ -20,7 +20,7 @@ namespace {
 const SyscacheProfile& Syscache(int64_t index) {
   static const std::vector<SyscacheProfile> syscaches = [] {
     std::vector<SyscacheProfile> out;
-    for (const SyscacheName& s : kSyscacheNames) out.push_back(*BuiltinProfile(s.name));
+    for (const NamedValue<std::string_view>& s : kSyscacheNames) out.push_back(*BuiltinProfile(s.name));
     return out;
   }();
   return syscaches[static_cast<size_t>(index)];

@@ -21,7 +21,7 @@ uint64_t SyscacheProfile::TotalBuckets() const {
 
 absl::StatusOr<std::vector<SyscacheProfile>> ParseSyscacheTsv(std::string_view text) {
   std::vector<SyscacheProfile> profiles;
-  for (const SyscacheName& p : kSyscacheNames) profiles.push_back({std::string(p.name), std::string(p.version), {}});
+  for (const NamedValue<std::string_view>& p : kSyscacheNames) profiles.push_back({std::string(p.name), std::string(p.value), {}});
   std::vector<absl::flat_hash_set<std::string>> seen(profiles.size());
   bool header_seen = false;
   int line_number = 0;
@@ -49,7 +49,7 @@ absl::StatusOr<std::vector<SyscacheProfile>> ParseSyscacheTsv(std::string_view t
     }
     if (index == profiles.size()) {
       std::vector<std::string> known;
-      for (const SyscacheName& p : kSyscacheNames) known.emplace_back(p.version);
+      for (const NamedValue<std::string_view>& p : kSyscacheNames) known.emplace_back(p.value);
       return error("unknown version '", fields[0], "' (known: ", absl::StrJoin(known, ", "), ")");
     }
     if (fields[1].empty()) return error("empty cache name");
@@ -71,17 +71,16 @@ absl::StatusOr<std::vector<SyscacheProfile>> ParseSyscacheTsv(std::string_view t
 }
 
 absl::StatusOr<SyscacheProfile> BuiltinProfile(std::string_view name) {
-  absl::StatusOr<SyscacheName> known =
-      ParseName(name, kSyscacheNames, +[](SyscacheName p) { return p.name; }, "syscache");
+  absl::StatusOr<std::string_view> known = ParseName(name, kSyscacheNames, "syscache");
   if (!known.ok()) return known.status();
   absl::StatusOr<std::vector<SyscacheProfile>> all = ParseSyscacheTsv(kSyscacheBucketsTsv);
   // The embedded table is ours, not the user's: a parse error is a broken
   // build, reported as a run failure (exit 1), not as bad input.
   if (!all.ok()) return absl::InternalError(absl::StrCat("the embedded syscache table: ", all.status().message()));
   for (SyscacheProfile& p : *all) {
-    if (p.name == known->name) return std::move(p);
+    if (p.version == *known) return std::move(p);
   }
-  return absl::InternalError(absl::StrCat("the embedded syscache table has no version ", std::string(known->version)));
+  return absl::InternalError(absl::StrCat("the embedded syscache table has no version ", std::string(*known)));
 }
 
 }  // namespace backendlab::catcache

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/names.h"
 
 namespace backendlab::catcache {
 
@@ -32,12 +33,9 @@ struct SyscacheProfile {
   uint64_t TotalBuckets() const;
 };
 
-// The syscache names known to the TSV format, and the version each reads.
-struct SyscacheName {
-  std::string_view name;
-  std::string_view version;
-};
-inline constexpr SyscacheName kSyscacheNames[] = {{"pg90", "9.0"}, {"pg17", "17"}};
+// The syscache names known to the TSV format; the value is the version
+// (the TSV's version column) each name reads.
+inline constexpr NamedValue<std::string_view> kSyscacheNames[] = {{"9.0", "pg90"}, {"17", "pg17"}};
 
 // Parses the TSV format: a header line "version<TAB>cache<TAB>initial_buckets",
 // then one line per cache. Empty lines are skipped. Every error is

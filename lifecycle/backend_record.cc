@@ -12,19 +12,6 @@
 
 namespace backendlab::lifecycle {
 
-std::string_view PhaseName(Phase phase) {
-  switch (phase) {
-    case Phase::kFork: return "fork";
-    case Phase::kInitBuffers: return "init_buffers";
-    case Phase::kInitCatcache: return "init_catcache";
-    case Phase::kWork: return "work";
-    case Phase::kExitCheck: return "exit_check";
-    case Phase::kTeardown: return "teardown";
-    case Phase::kReap: return "reap";
-  }
-  return "?";
-}
-
 namespace {
 
 int64_t TimevalNs(const timeval& tv) { return int64_t{tv.tv_sec} * 1'000'000'000 + int64_t{tv.tv_usec} * 1000; }
@@ -65,10 +52,8 @@ void CompleteRecord(const BackendEnd& end, BackendRecord& r) {
 
 std::string SampleTagName(int32_t tag) {
   if (tag >= 0 && tag < kNumPhases) return std::string(PhaseName(static_cast<Phase>(tag)));
-  switch (tag) {
-    case kSampleTagWait: return "wait";
-    case kSampleTagPostmaster: return "postmaster";
-    case kSampleTagClient: return "client";
+  for (const NamedValue<int32_t>& row : kSampleTagNames) {
+    if (row.value == tag) return std::string(row.name);
   }
   return absl::StrCat("tag", tag);
 }

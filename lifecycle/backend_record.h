@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "absl/status/statusor.h"
+#include "base/names.h"
 #include "base/resource_usage.h"
 #include "profiling/perf_events.h"
 
@@ -28,10 +29,16 @@ enum class Phase : int {
   kTeardown,      // the backend's own frees and unmaps
   kReap,          // _exit -> reaped by the postmaster (the kernel tearing down the process)
 };
-inline constexpr int kNumPhases = 7;
-inline constexpr Phase kAllPhases[] = {Phase::kFork,      Phase::kInitBuffers, Phase::kInitCatcache, Phase::kWork,
-                                       Phase::kExitCheck, Phase::kTeardown,    Phase::kReap};
-std::string_view PhaseName(Phase phase);
+inline constexpr NamedValue<Phase> kPhaseNames[] = {
+    {Phase::kFork, "fork"},           {Phase::kInitBuffers, "init_buffers"}, {Phase::kInitCatcache, "init_catcache"},
+    {Phase::kWork, "work"},           {Phase::kExitCheck, "exit_check"},     {Phase::kTeardown, "teardown"},
+    {Phase::kReap, "reap"},
+};
+inline constexpr auto kAllPhases = ValuesOf(kPhaseNames);
+inline constexpr int kNumPhases = static_cast<int>(std::size(kAllPhases));
+static_assert(kNumPhases == 7 && static_cast<int>(kAllPhases[kNumPhases - 1]) == kNumPhases - 1,
+              "kPhaseNames lists every Phase once, in enum order: phases index arrays");
+inline std::string_view PhaseName(Phase phase) { return NameOf(phase, kPhaseNames); }
 
 // What a sampled process was doing, recorded with each profiler sample: a
 // backend's phase (the Phase values), or one of these.
@@ -39,6 +46,8 @@ inline constexpr int32_t kSampleTagWait = kNumPhases;            // a backend be
 inline constexpr int32_t kSampleTagPostmaster = kNumPhases + 1;  // the postmaster, between forks
 inline constexpr int32_t kSampleTagClient = kNumPhases + 2;      // inproc: the tool between backends
 inline constexpr int32_t kNumSampleTags = kNumPhases + 3;
+inline constexpr NamedValue<int32_t> kSampleTagNames[] = {
+    {kSampleTagWait, "wait"}, {kSampleTagPostmaster, "postmaster"}, {kSampleTagClient, "client"}};
 // "init_buffers", ..., "wait", "postmaster", "client"; "tag<N>" for others.
 std::string SampleTagName(int32_t tag);
 

@@ -31,8 +31,6 @@ namespace {
 
 using internal::UniqueFd;
 
-constexpr Mode kAllModes[] = {Mode::kFork, Mode::kInproc};
-
 // Descriptors the tool and the postmaster hold besides one per client:
 // stdio, the pipes, the listening socket, the signalfd, the sample file,
 // an accepted connection, and a few to spare.
@@ -246,9 +244,7 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
 
 }  // namespace
 
-std::string_view ModeName(Mode mode) { return mode == Mode::kFork ? "fork" : "inproc"; }
-
-absl::StatusOr<Mode> ParseMode(std::string_view name) { return ParseName(name, kAllModes, ModeName, "mode"); }
+absl::StatusOr<Mode> ParseMode(std::string_view name) { return ParseName(name, kModeNames, "mode"); }
 
 absl::Status ValidateCycleOptions(const CycleOptions& o) {
   if (o.clients < 1 || o.clients > 1024) return absl::InvalidArgumentError("--clients must be 1..1024");

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/histogram.h"
+#include "base/names.h"
 #include "lifecycle/backend.h"
 #include "lifecycle/backend_record.h"
 #include "lifecycle/cycle_stats.h"
@@ -23,7 +24,8 @@
 namespace backendlab::lifecycle {
 
 enum class Mode { kFork, kInproc };
-std::string_view ModeName(Mode mode);
+inline constexpr NamedValue<Mode> kModeNames[] = {{Mode::kFork, "fork"}, {Mode::kInproc, "inproc"}};
+inline std::string_view ModeName(Mode mode) { return NameOf(mode, kModeNames); }
 absl::StatusOr<Mode> ParseMode(std::string_view name);
 
 struct CycleOptions {

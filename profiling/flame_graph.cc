@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/xml_escape.h"
 
 namespace backendlab::profiling {
 namespace {
@@ -29,28 +30,6 @@ int Depth(const Node& node) {
   int deepest = 0;
   for (const auto& [name, child] : node.children) deepest = std::max(deepest, 1 + Depth(child));
   return deepest;
-}
-
-std::string EscapeXml(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // XML 1.0 forbids most control characters even when escaped.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t') {
-          out += '?';
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
 }
 
 // The first `max_chars` bytes of `text`, not splitting a UTF-8 sequence.

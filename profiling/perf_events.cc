@@ -27,7 +27,6 @@ namespace {
 // Everything that differs between events, in PerfEvent order.
 struct EventInfo {
   PerfEvent event;
-  std::string_view name;
   uint32_t type;
   uint64_t config;  // the tracepoint's is read from tracefs
   bool hardware;
@@ -38,16 +37,16 @@ struct EventInfo {
 };
 
 constexpr EventInfo kEvents[] = {
-    {PerfEvent::kTaskClock, "task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, false, false},
-    {PerfEvent::kPageFaults, "page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, false, false},
-    {PerfEvent::kContextSwitches, "context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, false, true},
-    {PerfEvent::kSyscalls, "syscalls", PERF_TYPE_TRACEPOINT, 0, false, true},
-    {PerfEvent::kCycles, "cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, true, false},
-    {PerfEvent::kInstructions, "instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, true, false},
-    {PerfEvent::kCacheMisses, "cache-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES, true, false},
-    {PerfEvent::kStalledCyclesFrontend, "stalled-cycles-frontend", PERF_TYPE_HARDWARE,
+    {PerfEvent::kTaskClock, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, false, false},
+    {PerfEvent::kPageFaults, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, false, false},
+    {PerfEvent::kContextSwitches, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, false, true},
+    {PerfEvent::kSyscalls, PERF_TYPE_TRACEPOINT, 0, false, true},
+    {PerfEvent::kCycles, PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, true, false},
+    {PerfEvent::kInstructions, PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, true, false},
+    {PerfEvent::kCacheMisses, PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES, true, false},
+    {PerfEvent::kStalledCyclesFrontend, PERF_TYPE_HARDWARE,
      PERF_COUNT_HW_STALLED_CYCLES_FRONTEND, true, false},
-    {PerfEvent::kStalledCyclesBackend, "stalled-cycles-backend", PERF_TYPE_HARDWARE,
+    {PerfEvent::kStalledCyclesBackend, PERF_TYPE_HARDWARE,
      PERF_COUNT_HW_STALLED_CYCLES_BACKEND, true, false},
 };
 constexpr size_t kNumEvents = std::size(kEvents);
@@ -249,7 +248,7 @@ int64_t ReadCounter(int fd) {
 
 }  // namespace
 
-std::string_view PerfEventName(PerfEvent event) { return Info(event).name; }
+std::string_view PerfEventName(PerfEvent event) { return NameOf(event, kPerfEventNames); }
 
 std::optional<int> PerfEventParanoid() {
   std::ifstream in("/proc/sys/kernel/perf_event_paranoid");
@@ -259,7 +258,7 @@ std::optional<int> PerfEventParanoid() {
 }
 
 absl::StatusOr<PerfEvent> ParsePerfEvent(std::string_view name) {
-  return ParseName(name, kAllPerfEvents, PerfEventName, "perf event");
+  return ParseName(name, kPerfEventNames, "perf event");
 }
 
 absl::StatusOr<std::vector<PerfEvent>> ParsePerfEventList(std::string_view comma_list) {

@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/names.h"
 
 struct perf_event_attr;  // <linux/perf_event.h>; only the test seam needs it
 
@@ -32,13 +33,22 @@ enum class PerfEvent {
   kStalledCyclesFrontend,
   kStalledCyclesBackend,
 };
-inline constexpr PerfEvent kAllPerfEvents[] = {
-    PerfEvent::kTaskClock,   PerfEvent::kPageFaults,   PerfEvent::kContextSwitches,
-    PerfEvent::kSyscalls,    PerfEvent::kCycles,       PerfEvent::kInstructions,
-    PerfEvent::kCacheMisses, PerfEvent::kStalledCyclesFrontend, PerfEvent::kStalledCyclesBackend,
+// perf's own spelling, so that figures can be checked against `perf stat -e`;
+// "syscalls" is the tracepoint raw_syscalls:sys_enter. In enum order.
+inline constexpr NamedValue<PerfEvent> kPerfEventNames[] = {
+    {PerfEvent::kTaskClock, "task-clock"},
+    {PerfEvent::kPageFaults, "page-faults"},
+    {PerfEvent::kContextSwitches, "context-switches"},
+    {PerfEvent::kSyscalls, "syscalls"},
+    {PerfEvent::kCycles, "cycles"},
+    {PerfEvent::kInstructions, "instructions"},
+    {PerfEvent::kCacheMisses, "cache-misses"},
+    {PerfEvent::kStalledCyclesFrontend, "stalled-cycles-frontend"},
+    {PerfEvent::kStalledCyclesBackend, "stalled-cycles-backend"},
 };
+inline constexpr auto kAllPerfEvents = ValuesOf(kPerfEventNames);
 
-// perf's own spelling ("task-clock", "page-faults", "context-switches",
+// NameOf(event, kPerfEventNames): perf's own spelling ("task-clock", "page-faults", "context-switches",
 // "cycles", …), so that figures can be checked against `perf stat -e`;
 // "syscalls" is the tracepoint raw_syscalls:sys_enter.
 std::string_view PerfEventName(PerfEvent event);

@@ -165,9 +165,6 @@ absl::StatusOr<int> RunChild(const std::vector<std::string>& argv, const std::st
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-// Every program that links this file honours kDieWithParentEnv before main.
-[[gnu::constructor]] void DieWithParentAtStart() { DieWithParentIfAsked(); }
-
 }  // namespace
 
 void DieWithParentIfAsked() {

@@ -36,9 +36,9 @@ struct PerfRecordOptions {
 //
 // Nothing outlives the caller even when it is killed outright (SIGKILL):
 // perf is started with PR_SET_PDEATHSIG (SIGKILL: nobody will read its
-// data), and the workload, when it links this library, sets its own at start
-// (DieWithParentIfAsked: SIGTERM), so that it runs its own stop handling
-// when perf dies: its postmaster and backends are reaped by it.
+// data), and the workload, when its main() starts with DieWithParentIfAsked()
+// (backendlab's does), sets its own (SIGTERM), so that it runs its own stop
+// handling when perf dies: its postmaster and backends are reaped by it.
 absl::StatusOr<FoldedStacks> RecordUnderPerf(const PerfRecordOptions& options,
                                              const std::function<void(const std::vector<std::string>&)>& on_start);
 
@@ -50,9 +50,9 @@ inline constexpr char kDieWithParentEnv[] = "BACKENDLAB_DIE_WITH_PARENT";
 // In a process started under RecordUnderPerf: sets PR_SET_PDEATHSIG (SIGTERM)
 // and ends the process at once if the parent named in kDieWithParentEnv is
 // already gone; removes the variable so that no later child inherits it.
-// Does nothing without the variable. Runs by itself at the start of every
-// program that links this file (a constructor), before main: the workload's
-// own code needs no change.
+// Does nothing without the variable. A workload calls it first thing in
+// main(), before it starts any process of its own; nothing runs it
+// implicitly.
 void DieWithParentIfAsked();
 
 }  // namespace backendlab::profiling

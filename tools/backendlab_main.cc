@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "base/fresh_allocations.h"
 #include "base/interrupt.h"
+#include "profiling/perf_record.h"
 #include "tools/catcache_command.h"
 #include "tools/flags.h"
 #include "tools/cycle_command.h"
@@ -132,6 +133,9 @@ int RunCommand(const Command& c, std::vector<std::string> args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First: under `profile --perf`, this process is perf's workload and must
+  // end with perf (see RecordUnderPerf), before it starts anything.
+  backendlab::profiling::DieWithParentIfAsked();
   backendlab::UseFreshMappingsForLargeAllocations();
   backendlab::InstallStopHandlers();
   if (!StandardDescriptorsOpen()) return 1;

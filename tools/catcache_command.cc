@@ -116,6 +116,7 @@ absl::Status RunCatcacheCommand(std::span<const std::string> args, std::ostream&
   if (!flags.ok()) return flags.status();
   absl::StatusOr<catcache::StartupExperimentOptions> options = ParseOptions(*flags);
   if (!options.ok()) return options.status();
+  if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;
   absl::StatusOr<catcache::StartupExperimentResult> result = catcache::RunStartupExperiment(*options);
   if (!result.ok()) return result.status();
   const std::string process(catcache::ProcessName(result->main_process));

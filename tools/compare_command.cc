@@ -15,6 +15,7 @@
 #include "tools/compare_matrix.h"
 #include "tools/cycle_command.h"
 #include "tools/cycle_flags.h"
+#include "tools/cycle_report.h"
 #include "base/interleaved.h"
 #include "tools/machine_header.h"
 

@@ -14,6 +14,7 @@
 #include "lifecycle/cycle.h"
 #include "lifecycle/cycle_summary.h"
 #include "tools/cycle_flags.h"
+#include "tools/cycle_report.h"
 #include "tools/flags.h"
 #include "tools/machine_header.h"
 #include "tools/report.h"

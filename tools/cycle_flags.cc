@@ -1,17 +1,13 @@
-// Flags and reports shared by `cycle` and `compare`.
+// The flags `cycle` shares with `compare` and `profile`, parsed into lifecycle::CycleOptions.
 #include "tools/cycle_flags.h"
-
-#include <algorithm>
-#include <cstring>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "buffers/exit_check.h"
 #include "buffers/shared_buffers.h"
 #include "catcache/bucket_allocator.h"
 #include "catcache/syscache_profile.h"
-#include "base/interleaved.h"
+#include "profiling/perf_events.h"
 
 namespace backendlab::tools {
 
@@ -126,140 +122,6 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
   }
   if (absl::Status s = lifecycle::ValidateCycleOptions(o); !s.ok()) return s;
   return o;
-}
-
-std::string ConfigLine(const lifecycle::CycleOptions& o, bool with_configuration) {
-  const lifecycle::BackendConfig& b = o.backend;
-  const std::string configuration =
-      with_configuration
-          ? absl::StrCat(", layout ", std::string(buffers::LayoutName(b.layout)), ", exit-check ",
-                         std::string(buffers::ExitCheckPolicyName(b.exit_check)), ", shared_buffers ",
-                         buffers::FormatSize(b.shared_buffers.bytes), ", catcache ",
-                         std::string(catcache::BucketStrategyName(b.catcache)), ", syscache ", b.profile)
-          : std::string();
-  return absl::StrCat(std::string(lifecycle::ModeName(o.mode)), " mode", configuration, ", ", o.clients,
-                      o.clients == 1 ? " client, " : " clients, ",
-                      o.connections > 0 ? absl::StrCat(o.connections, " connections")
-                                        : absl::StrCat(o.duration_ms, " ms"),
-                      " (+", o.warmup, " warm-up), work ", b.work_pins, " pins + ", b.work_lookups, " lookups");
-}
-
-nlohmann::json ConfigJson(const lifecycle::CycleOptions& o) {
-  const lifecycle::BackendConfig& b = o.backend;
-  return {{"mode", lifecycle::ModeName(o.mode)},
-          {"layout", buffers::LayoutName(b.layout)},
-          {"exit_check", buffers::ExitCheckPolicyName(b.exit_check)},
-          {"shared_buffers_bytes", b.shared_buffers.bytes},
-          {"nbuffers", b.shared_buffers.nbuffers},
-          {"catcache", catcache::BucketStrategyName(b.catcache)},
-          {"syscache", b.profile},
-          {"clients", o.clients},
-          {"connections", o.connections},
-          {"duration_ms", o.duration_ms},
-          {"warmup", o.warmup},
-          {"work_pins", b.work_pins},
-          {"work_lookups", b.work_lookups},
-          {"leak_pins", b.leak_pins},
-          {"counters", [&] {
-             nlohmann::json names = nlohmann::json::array();
-             for (profiling::PerfEvent e : b.counters) names.push_back(profiling::PerfEventName(e));
-             return names;
-           }()}};
-}
-
-nlohmann::json SummaryJson(const lifecycle::CycleSummary& s, const lifecycle::CycleResult& r) {
-  return {{"connections_per_second", s.connections_per_second},
-          {"connect_us_p50", s.connect_us.median},
-          {"connect_us_p90", s.connect_us.p90},
-          {"connect_us_p99", s.connect_us.p99},
-          {"baseline_forks_per_second", s.baseline_forks_per_second},
-          {"connections", r.connections},
-          {"failed_connections", r.failed_connections},
-          {"backends_exited", s.exited},
-          {"backends_crashed", s.crashed},
-          {"leaks_reported", s.leaks},
-          {"wait_us_p50", s.wait_us.median},
-          {"lifetime_us_p50", s.lifetime_us.median},
-          {"syscalls_available", r.syscalls_counted},
-          {"interrupted", r.interrupted}};
-}
-
-Report PhaseReport(const lifecycle::CycleSummary& s, std::span<const profiling::PerfEvent> counters) {
-  std::vector<Column> columns = {{"phase", "phase"},
-                                 {"backends", "backends", 0},
-                                 {"median_us", "median us", 1},
-                                 {"p99_us", "p99 us", 1},
-                                 {"cpu_us", "cpu us", 1},
-                                 {"minor_faults", "minor faults", 0},
-                                 {"major_faults", "major faults", 0},
-                                 {"syscalls", "syscalls", 0}};
-  std::vector<profiling::PerfEvent> extra;
-  for (profiling::PerfEvent e : counters) {
-    if (e == profiling::PerfEvent::kSyscalls) continue;  // it has its column
-    std::string key(profiling::PerfEventName(e));
-    std::replace(key.begin(), key.end(), '-', '_');
-    columns.push_back({key, std::string(profiling::PerfEventName(e)), 0});
-    extra.push_back(e);
-  }
-  Report report(std::move(columns));
-  for (lifecycle::Phase p : lifecycle::kAllPhases) {
-    const lifecycle::PhaseStats& ps = s.phases[static_cast<int>(p)];
-    std::vector<Cell> row;
-    row.emplace_back(std::in_place_type<std::string>, lifecycle::PhaseName(p));
-    row.push_back(static_cast<int64_t>(ps.wall_us.count));
-    if (ps.wall_us.count == 0) {
-      for (size_t i = 0; i < 6 + extra.size(); ++i) row.push_back(std::monostate{});
-    } else {
-      row.push_back(ps.wall_us.median);
-      row.push_back(ps.wall_us.p99);
-      row.push_back(ps.cpu_us);
-      row.push_back(ps.minor_faults);
-      row.push_back(ps.major_faults);
-      row.push_back(ps.syscalls < 0 ? Cell(std::monostate{}) : Cell(ps.syscalls));
-      for (profiling::PerfEvent e : extra) {
-        const double v = ps.events[static_cast<size_t>(e)];
-        row.push_back(v < 0 ? Cell(std::monostate{}) : Cell(v));
-      }
-    }
-    report.AddRow(std::move(row));
-  }
-  return report;
-}
-
-absl::Status RunOutcome(const lifecycle::CycleResult& result, const lifecycle::CycleSummary& s) {
-  if (result.interrupted) return StoppedStatus();
-  const int64_t crashed = s.crashed + result.backends.warmup_crashed;
-  if (crashed > 0) return absl::AbortedError(absl::StrCat(crashed, " backend(s) crashed (see above)"));
-  if (result.failed_connections > 0) {
-    return absl::AbortedError(absl::StrCat(result.failed_connections, " connection(s) closed before \"ready\""));
-  }
-  if (result.connections == 0) return absl::AbortedError("no connection completed");
-  return absl::OkStatus();
-}
-
-void PrintIncidents(const lifecycle::CycleResult& result, std::ostream& out) {
-  int printed = 0;
-  constexpr int kMaxLines = 8;
-  for (const lifecycle::BackendRecord& r : result.backends.incidents) {
-    if (printed >= kMaxLines) break;
-    if (r.outcome == lifecycle::BackendOutcome::kCrashed) {
-      std::string last_phase = "before init_buffers";
-      for (lifecycle::Phase p : lifecycle::kAllPhases) {
-        if (p != lifecycle::Phase::kReap && p != lifecycle::Phase::kFork && r.Done(p)) {
-          last_phase = absl::StrCat("after ", std::string(lifecycle::PhaseName(p)));
-        }
-      }
-      out << "backend " << r.pid << " (connection " << r.sequence << ") crashed: "
-          << (r.signal ? absl::StrCat("killed by signal ", r.signal, " (", strsignal(r.signal), ")")
-                       : absl::StrCat("exit code ", r.exit_status))
-          << ", " << last_phase << "\n";
-      ++printed;
-    }
-    for (int i = 0; i < r.leaks_found && i < lifecycle::kMaxReportedLeaks && printed < kMaxLines; ++i, ++printed) {
-      out << "backend " << r.pid << ": "
-          << buffers::FormatLeakWarning({static_cast<buffers::BufferId>(r.leak_buffers[i]), r.leak_counts[i]}) << "\n";
-    }
-  }
 }
 
 }  // namespace backendlab::tools

@@ -134,6 +134,7 @@ absl::Status RunLayoutsCommand(std::span<const std::string> args, std::ostream& 
   if (!flags.ok()) return flags.status();
   absl::StatusOr<buffers::LayoutExperimentOptions> options = ParseOptions(*flags);
   if (!options.ok()) return options.status();
+  if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;
   absl::StatusOr<buffers::LayoutExperimentResult> result = buffers::RunLayoutExperiment(*options);
   if (!result.ok()) return result.status();
 

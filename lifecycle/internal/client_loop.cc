@@ -118,7 +118,7 @@ bool ClientLoop::DrainOne() {
     case Message::kFailed:
       if (postmaster_failure_.ok()) {
         postmaster_failure_ = absl::UnavailableError(
-            ErrnoLine(absl::StrCat("postmaster: ", FailedCallName(m.call)), static_cast<int>(m.value)));
+            ErrnoLine(absl::StrCat("postmaster: ", std::string(FailedCallName(m.call))), static_cast<int>(m.value)));
       }
       break;
   }

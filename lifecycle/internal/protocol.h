@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/names.h"
 #include "lifecycle/backend_record.h"
 
 namespace backendlab::lifecycle::internal {
@@ -30,14 +31,9 @@ inline bool IsWarmup(int64_t sequence, int64_t warmup) { return sequence < warmu
 // A call of the postmaster's that failed for good and ended the run.
 enum class FailedCall : int32_t { kPoll = 1, kAccept = 2, kFork = 3 };
 
-inline const char* FailedCallName(FailedCall call) {
-  switch (call) {
-    case FailedCall::kPoll: return "poll";
-    case FailedCall::kAccept: return "accept";
-    case FailedCall::kFork: return "fork";
-  }
-  return "?";
-}
+inline constexpr NamedValue<FailedCall> kFailedCallNames[] = {
+    {FailedCall::kPoll, "poll"}, {FailedCall::kAccept, "accept"}, {FailedCall::kFork, "fork"}};
+inline std::string_view FailedCallName(FailedCall call) { return NameOf(call, kFailedCallNames); }
 
 // Messages from the postmaster to the tool, one write() each (< PIPE_BUF, so
 // never interleaved or torn).

@@ -51,8 +51,11 @@ enum class Stdout {
 
 // Starts argv[0] with `argv` and returns its pid (-1 and a test failure if it
 // cannot): stdin from /dev/null, stdout as `out` says, stderr to dir/stderr.
-// Files, not pipes: no pipe can fill up and stall the child.
-inline pid_t SpawnProgram(std::vector<std::string> argv_strings, const std::string& dir, Stdout out = Stdout::kFile) {
+// Files, not pipes: no pipe can fill up and stall the child. With own_group
+// it leads a process group of its own, so that a signal can reach it and its
+// children at once, as a terminal's ^C does a shell job.
+inline pid_t SpawnProgram(std::vector<std::string> argv_strings, const std::string& dir, Stdout out = Stdout::kFile,
+                          bool own_group = false) {
   std::vector<char*> argv;
   for (std::string& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -67,8 +70,15 @@ inline pid_t SpawnProgram(std::vector<std::string> argv_strings, const std::stri
                                      O_WRONLY | O_CREAT | O_TRUNC, 0600);
   }
   posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  if (own_group) {
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+  }
   pid_t pid;
-  const int spawn_error = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  const int spawn_error = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   EXPECT_EQ(spawn_error, 0) << "cannot run " << argv_strings[0];
   return spawn_error == 0 ? pid : -1;

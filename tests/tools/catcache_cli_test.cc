@@ -110,6 +110,18 @@ TEST_F(CatcacheCliTest, SmallRunPrintsEveryCatcacheAndWritesJsonAndCsv) {
   EXPECT_EQ(lines[0].rfind("catcache,syscache,process,init_us,", 0), 0u) << lines[0];
 }
 
+// An unwritable --json was found only after every round had run; now it
+// fails before the first measurement: many minutes of rounds, refused at once.
+TEST_F(CatcacheCliTest, UnwritableJsonPathFailsBeforeTheRun) {
+  const std::string path = dir_ + "/no-such-dir/x.json";
+  const RunResult r = RunCatcache({"--fork", "--rounds=1000", "--lookups=200000", "--json=" + path});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab catcache: --json=")) << r.err;
+  EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "") << "nothing measured";
+  ExpectNothingCreated();
+}
+
 TEST_F(CatcacheCliTest, BareForkIsOn) {
   const RunResult r = RunCatcache({"--fork", "--rounds=1", "--lookups=10", "--catcaches=bss", "--syscaches=pg17"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -3,6 +3,7 @@
 #define BACKENDLAB_TESTS_TOOLS_CLI_FIXTURE_H_
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,16 @@ class CliTest : public test_util::PrivateTmpdirTest {
   }
 
   void ExpectTmpdirEmpty() { EXPECT_TRUE(TmpdirIsEmpty()) << "the tool left files in its TMPDIR " << tmpdir_; }
+
+  // The tool created nothing: dir_ holds only what Run() puts there (the
+  // child's stdout and stderr, and the TMPDIR), and the TMPDIR is empty.
+  void ExpectNothingCreated() {
+    for (const std::filesystem::directory_entry& e : std::filesystem::directory_iterator(dir_)) {
+      const std::string name = e.path().filename().string();
+      EXPECT_TRUE(name == "stdout" || name == "stderr" || e.path() == tmpdir_) << "the tool created " << e.path();
+    }
+    ExpectTmpdirEmpty();
+  }
 };
 
 // `args` with each of `defaults` (a "--name=value") added unless a flag of the

@@ -4,7 +4,6 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -32,9 +31,8 @@
 #include "tests/test_util/run_program.h"
 #include "tests/test_util/temp_dir.h"
 #include "tests/tools/cli_fixture.h"
+#include "tests/tools/spawned_tool.h"
 #include "tools/cycle_flags.h"
-
-extern char** environ;
 
 namespace backendlab::tools {
 namespace {
@@ -328,62 +326,6 @@ TEST_F(CycleCliTest, CompareSmallMatrixExitsZero) {
 
 // ---- stop signals, a removed socket, resource limits ----------------------------
 
-// A spawned tool with its output in files, optionally in a process group of
-// its own (as a shell job is: a signal to the group reaches the tool, its
-// postmaster and its backends at once); killed and reaped if the test leaves
-// before it has.
-class SpawnedTool {
- public:
-  SpawnedTool(std::vector<std::string> args, const std::string& dir, bool own_group = false) {
-    std::vector<char*> argv;
-    for (std::string& s : args) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, (dir + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_addopen(&actions, 2, (dir + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    if (own_group) {
-      posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-      posix_spawnattr_setpgroup(&attr, 0);
-    }
-    if (posix_spawn(&pid_, argv[0], &actions, &attr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawnattr_destroy(&attr);
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~SpawnedTool() {
-    if (pid_ > 0 && !status_) {
-      kill(pid_, SIGKILL);
-      int status;
-      waitpid(pid_, &status, 0);
-    }
-  }
-  pid_t pid() const { return pid_; }
-
-  // Its wait status once it has exited; nullopt while it runs.
-  std::optional<int> Poll() {
-    if (status_) return status_;
-    int status;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) status_ = status;
-    return status_;
-  }
-
-  // Its wait status, waiting up to `limit`; nullopt if it still runs.
-  std::optional<int> WaitFor(std::chrono::seconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!Poll() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return Poll();
-  }
-
- private:
-  pid_t pid_ = -1;
-  std::optional<int> status_;
-};
-
 std::optional<std::string> FindSocket(const std::string& tmpdir) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(tmpdir, ec)) {
@@ -400,6 +342,8 @@ std::vector<std::string> LongCycle() {
 // Waits until `tool` is running: its socket bound and its postmaster forked.
 // Generous deadlines: an ASan build on a loaded VM starts slowly. The
 // socket's path, or nullopt (with a failure) if it never got there.
+using test_util::SpawnedTool;
+
 std::optional<std::string> WaitUntilRunning(SpawnedTool& tool, const std::string& tmpdir, const std::string& dir) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   std::optional<std::string> socket;

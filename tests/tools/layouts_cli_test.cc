@@ -134,12 +134,16 @@ TEST_F(LayoutsCliTest, TinyRunWritesJsonAndCsv) {
   }
 }
 
-TEST_F(LayoutsCliTest, UnwritableJsonPathExitsOneWithOneLine) {
-  const RunResult r =
-      RunLayouts({"--shared-buffers=128MB", "--rounds=1", "--layouts=hash", "--json=/nonexistent-dir/x.json"});
+// An unwritable --json was found only after every round had run; now it
+// fails before the first measurement: hours of rounds, refused at once.
+TEST_F(LayoutsCliTest, UnwritableJsonPathFailsBeforeTheRun) {
+  const std::string path = dir_ + "/no-such-dir/x.json";
+  const RunResult r = RunLayouts({"--shared-buffers=1GB,8GB", "--rounds=1000", "--json=" + path});
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab layouts: "));
-  EXPECT_NE(r.err.find("/nonexistent-dir/x.json"), std::string::npos) << r.err;
+  EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab layouts: --json=")) << r.err;
+  EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "") << "nothing measured";
+  ExpectNothingCreated();
 }
 
 TEST_F(LayoutsCliTest, SigintStopsALongRunWithExit130) {

@@ -2,7 +2,6 @@
 // missing perf, and nothing left behind, even when it is killed mid-perf.
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +15,7 @@
 
 #include "gtest/gtest.h"
 #include "profiling/folded_stacks.h"
+#include "profiling/perf_record.h"
 #include "tests/lifecycle/child_processes.h"
 #include "tests/tools/cli_fixture.h"
 
@@ -104,13 +104,43 @@ TEST_F(ProfileCliTest, BadFlagsAreUsageErrors) {
     EXPECT_EQ(r.err.find("given twice"), std::string::npos) << r.err;
     EXPECT_EQ(r.out, "") << bad;
   }
+  ExpectNothingCreated();  // no --out, not even an empty one
   ExpectNothingLeft();
 }
 
-TEST_F(ProfileCliTest, UnwritableOutputIsARunFailure) {
-  const RunResult r = Profile({"--out=" + dir_ + "/no/such/dir"});
+// An --out that cannot be created, or an unwritable --json, fails before
+// the workload runs (a million connections, refused at once), and nothing is
+// created: not --out, not an empty summary.txt in it.
+TEST_F(ProfileCliTest, UnwritableOutputFailsBeforeTheRun) {
+  const std::string out = dir_ + "/no/such/dir";
+  const RunResult r = Profile({"--connections=1000000", "--out=" + out});
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab profile: cannot create ")) << r.err;
+  EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab profile: --out=")) << r.err;
+  EXPECT_NE(r.err.find(out), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "") << "nothing measured";
+  ExpectNothingCreated();
+  ExpectNothingLeft();
+}
+
+TEST_F(ProfileCliTest, UnwritableJsonPathFailsBeforeTheRun) {
+  const std::string path = dir_ + "/no-such-dir/x.json";
+  const RunResult r = Profile({"--connections=1000000", "--json=" + path});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab profile: --json=")) << r.err;
+  EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "") << "nothing measured";
+  ExpectNothingCreated();  // nor the default --out
+  ExpectNothingLeft();
+}
+
+// backendlab's main() starts with DieWithParentIfAsked (no constructor runs
+// it before main): as perf's workload whose perf is already gone, it ends at
+// once, as if terminated, before it runs anything.
+TEST_F(ProfileCliTest, WorkloadWhosePerfIsGoneEndsAtOnce) {
+  test_util::ScopedEnv env(profiling::kDieWithParentEnv, "1");  // not its parent
+  const RunResult r = Run({"cycle", "--connections=1000000"});
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.err;
+  EXPECT_EQ(r.out, "");
   ExpectNothingLeft();
 }
 
@@ -138,38 +168,13 @@ TEST_F(ProfileCliTest, PerfRunsTheSameWorkloadSideBySide) {
   ExpectNothingLeft();
 }
 
-// A process of a run, found by its process group.
-struct Member {
-  pid_t pid = 0;
-  pid_t ppid = 0;
-  std::string comm;
-};
+using Member = test_util::ProcessStat;
 
+// The processes of a run, found by its process group.
 std::vector<Member> GroupMembers(pid_t group) {
   std::vector<Member> members;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    // read(), not a stream: a process that ends while we read makes it fail
-    // with ESRCH, which libstdc++'s streams throw.
-    const int fd = open((entry.path() / "stat").c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    char buf[1024];
-    const ssize_t n = read(fd, buf, sizeof buf);
-    close(fd);
-    if (n <= 0) continue;
-    const std::string stat(buf, static_cast<size_t>(n));
-    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
-    const size_t open = stat.find('('), close = stat.rfind(')');
-    if (open == std::string::npos || close == std::string::npos) continue;  // gone while we looked
-    std::istringstream rest(stat.substr(close + 1));
-    std::string state;
-    Member m;
-    pid_t pgrp = 0;
-    if (!(rest >> state >> m.ppid >> pgrp) || pgrp != group) continue;
-    m.pid = static_cast<pid_t>(std::stol(name));
-    m.comm = stat.substr(open + 1, close - open - 1);
-    members.push_back(m);
+  for (const Member& m : test_util::AllProcesses()) {
+    if (m.pgrp == group) members.push_back(m);
   }
   return members;
 }
@@ -222,23 +227,8 @@ TEST_P(ProfileKillTest, DuringPerfLeavesNothingBehind) {
   for (const std::string& a : ProfileArgs({"--perf", "--duration=12s", "--shared-buffers=128MB"})) {
     if (!a.starts_with("--connections=")) args.push_back(a);
   }
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, (dir_ + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&actions, 2, (dir_ + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attributes, 0);  // a group of its own, led by the tool
-  pid_t tool = 0;
-  const int spawned = posix_spawn(&tool, argv[0], &actions, &attributes, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
-  ASSERT_EQ(spawned, 0);
+  const pid_t tool = test_util::SpawnProgram(args, dir_, test_util::Stdout::kFile, /*own_group=*/true);
+  ASSERT_GT(tool, 0);
 
   bool running = false;
   for (auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);

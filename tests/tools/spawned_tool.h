@@ -4,9 +4,7 @@
 #ifndef BACKENDLAB_TESTS_TOOLS_SPAWNED_TOOL_H_
 #define BACKENDLAB_TESTS_TOOLS_SPAWNED_TOOL_H_
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,34 +14,16 @@
 #include <thread>
 #include <vector>
 
-extern char** environ;
+#include "tests/test_util/run_program.h"
 
 namespace backendlab::test_util {
 
 class SpawnedTool {
  public:
-  // stdout and stderr go to dir/stdout and dir/stderr. With own_group the
-  // tool leads a process group of its own, so that a signal can be sent to
-  // it and its children at once, as a terminal's ^C is.
-  SpawnedTool(std::vector<std::string> args, const std::string& dir, bool own_group = false) {
-    std::vector<char*> argv;
-    for (std::string& s : args) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, (dir + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_addopen(&actions, 2, (dir + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    if (own_group) {
-      posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-      posix_spawnattr_setpgroup(&attr, 0);
-    }
-    if (posix_spawn(&pid_, argv[0], &actions, &attr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawnattr_destroy(&attr);
-    posix_spawn_file_actions_destroy(&actions);
-  }
+  // stdout and stderr go to dir/stdout and dir/stderr; own_group as
+  // SpawnProgram says.
+  SpawnedTool(std::vector<std::string> args, const std::string& dir, bool own_group = false)
+      : pid_(SpawnProgram(std::move(args), dir, Stdout::kFile, own_group)) {}
   SpawnedTool(const SpawnedTool&) = delete;
   SpawnedTool& operator=(const SpawnedTool&) = delete;
   ~SpawnedTool() {

@@ -1,0 +1,76 @@
+// DieWithParentIfAsked: what a workload under RecordUnderPerf calls first in
+// main() to end with perf, and that nothing calls it implicitly.
+#include "profiling/perf_record.h"
+
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/test_util/run_program.h"
+#include "tests/test_util/temp_dir.h"
+
+namespace backendlab::profiling {
+namespace {
+
+// Runs `body` in a forked child with kDieWithParentEnv set to `value` (unset
+// if empty) and returns the child's exit code: `body`'s result, or what
+// DieWithParentIfAsked ended it with.
+int InChild(const std::string& value, int (*body)()) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (value.empty()) {
+      unsetenv(kDieWithParentEnv);
+    } else {
+      setenv(kDieWithParentEnv, value.c_str(), 1);
+    }
+    DieWithParentIfAsked();
+    _exit(body());
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+// 0 if the death signal is SIGTERM and the variable is gone, else 1.
+int DiesWithParentAndForgets() {
+  int signal = 0;
+  if (prctl(PR_GET_PDEATHSIG, &signal) != 0) return 1;
+  return signal == SIGTERM && std::getenv(kDieWithParentEnv) == nullptr ? 0 : 1;
+}
+
+int NoDeathSignal() {
+  int signal = 0;
+  return prctl(PR_GET_PDEATHSIG, &signal) == 0 && signal == 0 ? 0 : 1;
+}
+
+TEST(DieWithParentTest, AskedByItsParentItDiesWithItAndForgetsTheVariable) {
+  EXPECT_EQ(InChild(absl::StrCat(getpid()), DiesWithParentAndForgets), 0);
+}
+
+TEST(DieWithParentTest, ParentAlreadyGoneEndsAtOnceAsIfTerminated) {
+  // pid 1 is not the child's parent: the parent it was meant for is gone.
+  EXPECT_EQ(InChild("1", NoDeathSignal), 128 + SIGTERM);
+}
+
+TEST(DieWithParentTest, WithoutTheVariableNothingChanges) { EXPECT_EQ(InChild("", NoDeathSignal), 0); }
+
+// It ran from a static constructor in every program that linked it, before
+// main. This binary links it (the tests above call it): started with the
+// variable naming a parent that is not its own, it must still reach main.
+class DieWithParentStartTest : public test_util::TempDirTest {};
+
+TEST_F(DieWithParentStartTest, NothingRunsItBeforeMain) {
+  test_util::ScopedEnv env(kDieWithParentEnv, "1");
+  const test_util::RunResult r = test_util::RunProgram({"/proc/self/exe", "--gtest_list_tests"}, dir_);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("NothingRunsItBeforeMain"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace backendlab::profiling
