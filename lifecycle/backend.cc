@@ -109,7 +109,7 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
   phases.End(Phase::kInitBuffers);
 
   phases.Begin(Phase::kInitCatcache);
-  absl::StatusOr<std::unique_ptr<catcache::CatCacheSet>> caches = catcache::CatCacheSet::Create(config.catcache, env.profile);
+  absl::StatusOr<std::unique_ptr<catcache::CatCacheSet>> caches = catcache::CatCacheSet::Create(config.catcache, env.syscache);
   if (!caches.ok()) return caches.status();
   phases.End(Phase::kInitCatcache);
 
@@ -177,10 +177,10 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
 absl::StatusOr<BackendEnvironment> PrepareBackendEnvironment(const BackendConfig& config, SharedPool* pool) {
   BackendEnvironment env;
   env.config = config;
-  absl::StatusOr<catcache::SyscacheProfile> profile = catcache::BuiltinProfile(config.profile);
-  if (!profile.ok()) return profile.status();
-  env.profile = *std::move(profile);
-  env.lookups = catcache::MakeFirstQueries(env.profile, config.work_lookups);
+  absl::StatusOr<catcache::SyscacheProfile> syscache = catcache::BuiltinProfile(config.syscache);
+  if (!syscache.ok()) return syscache.status();
+  env.syscache = *std::move(syscache);
+  env.lookups = catcache::MakeFirstQueries(env.syscache, config.work_lookups);
   env.pool = pool;
   env.counter_events = config.counters;
   if (config.count_syscalls) env.counter_events.push_back(profiling::PerfEvent::kSyscalls);

@@ -24,7 +24,7 @@ struct BackendConfig {
   buffers::ExitCheckPolicy exit_check = buffers::ExitCheckPolicy::kAssert;
   buffers::SharedBuffers shared_buffers{};
   catcache::BucketStrategy catcache = catcache::BucketStrategy::kPalloc0;
-  std::string profile = "pg17";
+  std::string syscache = "pg17";  // the syscache set (catcache::BuiltinProfile name): pg90, pg17
   int64_t work_pins = 20;      // pin+unpin pairs in the work phase
   int64_t work_lookups = 100;  // catcache searches in the work phase
   bool count_syscalls = false;  // per phase, where the kernel allows; costs each backend a perf_event_open
@@ -38,10 +38,10 @@ struct BackendConfig {
 
 // What every backend shares, prepared once before any fork (so a backend pays
 // nothing to build it, as catalog contents cost a PostgreSQL backend nothing
-// to exist): the profile, the lookup sequence and the shared buffer pool.
+// to exist): the syscache set, the lookup sequence and the shared buffer pool.
 struct BackendEnvironment {
   BackendConfig config;
-  catcache::SyscacheProfile profile;
+  catcache::SyscacheProfile syscache;
   std::vector<catcache::Lookup> lookups;
   SharedPool* pool = nullptr;
   std::vector<profiling::PerfEvent> counter_events;  // config.counters, and syscalls if counted

@@ -95,6 +95,7 @@ absl::StatusOr<int> RunChild(const std::vector<std::string>& argv, const std::st
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);  // a blocked signal would stay blocked across exec
+    signal(SIGPIPE, SIG_DFL);  // an ignored signal would stay ignored across exec (the tool ignores SIGPIPE)
     FormatPid(getpid(), die_with.data() + prefix.size());
     const int fd = stdout_path.empty() ? pipe_fds[1] : open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) _exit(127);

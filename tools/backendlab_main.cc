@@ -138,6 +138,10 @@ int main(int argc, char** argv) {
   backendlab::profiling::DieWithParentIfAsked();
   backendlab::UseFreshMappingsForLargeAllocations();
   backendlab::InstallStopHandlers();
+  // A reader of our output that went away (`| head -0`) makes the write fail
+  // with EPIPE, which StdoutWritten reports in one line (exit 1), instead of
+  // killing the tool mid-report. Children that exec (perf) get the default back.
+  signal(SIGPIPE, SIG_IGN);
   if (!StandardDescriptorsOpen()) return 1;
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
     PrintUsage(argc < 2 ? std::cerr : std::cout);

@@ -101,7 +101,7 @@ absl::StatusOr<CompareMatrix> BuildCompareMatrix(const Flags& flags, const lifec
             b.exit_check = policy;
             b.shared_buffers = size;
             b.catcache = strategy;
-            b.profile = syscache;
+            b.syscache = syscache;
             c.names = {std::string(buffers::LayoutName(layout)), std::string(buffers::ExitCheckPolicyName(policy)),
                        std::string(catcache::BucketStrategyName(strategy)), syscache};
             c.label = absl::StrCat(c.names[0], "/", c.names[1], catcaches->size() > 1 ? "/" + c.names[2] : "",
@@ -155,7 +155,7 @@ Report CompareReport(const CompareMatrix& matrix) {
                  {"exit_check_minor_faults", "exit faults", 0},
                  {"teardown_us", "teardown us", 1},
                  {"reap_us", "reap us", 1},
-                 {"conn_per_second_vs_baseline", "conn/s vs base", 2},
+                 {"connections_per_second_vs_baseline", "conn/s vs base", 2},
                  {"exit_check_us_vs_baseline", "exit vs base", 2},
                  {"backends_crashed", ""},
                  {"leaks_reported", ""}});

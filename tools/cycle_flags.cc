@@ -64,7 +64,7 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
   lifecycle::BackendConfig& b = o.backend;
   for (absl::Status s : {
            ParseFlagInto(flags, "mode", lifecycle::ParseMode, &o.mode),
-           ParseFlagInto(flags, "syscache", ParseSyscacheName, &b.profile),
+           ParseFlagInto(flags, "syscache", ParseSyscacheName, &b.syscache),
        }) {
     if (!s.ok()) return s;
   }

@@ -20,7 +20,7 @@ std::string ConfigLine(const lifecycle::CycleOptions& o, bool with_configuration
           ? absl::StrCat(", layout ", std::string(buffers::LayoutName(b.layout)), ", exit-check ",
                          std::string(buffers::ExitCheckPolicyName(b.exit_check)), ", shared_buffers ",
                          buffers::FormatSize(b.shared_buffers.bytes), ", catcache ",
-                         std::string(catcache::BucketStrategyName(b.catcache)), ", syscache ", b.profile)
+                         std::string(catcache::BucketStrategyName(b.catcache)), ", syscache ", b.syscache)
           : std::string();
   return absl::StrCat(std::string(lifecycle::ModeName(o.mode)), " mode", configuration, ", ", o.clients,
                       o.clients == 1 ? " client, " : " clients, ",
@@ -37,7 +37,7 @@ nlohmann::json ConfigJson(const lifecycle::CycleOptions& o) {
           {"shared_buffers_bytes", b.shared_buffers.bytes},
           {"nbuffers", b.shared_buffers.nbuffers},
           {"catcache", catcache::BucketStrategyName(b.catcache)},
-          {"syscache", b.profile},
+          {"syscache", b.syscache},
           {"clients", o.clients},
           {"connections", o.connections},
           {"duration_ms", o.duration_ms},
@@ -62,10 +62,12 @@ nlohmann::json SummaryJson(const lifecycle::CycleSummary& s, const lifecycle::Cy
           {"failed_connections", r.failed_connections},
           {"backends_exited", s.exited},
           {"backends_crashed", s.crashed},
+          {"backends_stopped", r.backends.stopped},
+          {"warmup_backends_crashed", r.backends.warmup_crashed},
           {"leaks_reported", s.leaks},
           {"wait_us_p50", s.wait_us.median},
           {"lifetime_us_p50", s.lifetime_us.median},
-          {"syscalls_available", r.syscalls_counted},
+          {"syscalls_counted", r.syscalls_counted},
           {"interrupted", r.interrupted}};
 }
 
@@ -115,6 +117,11 @@ absl::Status RunOutcome(const lifecycle::CycleResult& result, const lifecycle::C
   if (result.interrupted) return StoppedStatus();
   const int64_t crashed = s.crashed + result.backends.warmup_crashed;
   if (crashed > 0) return absl::AbortedError(absl::StrCat(crashed, " backend(s) crashed (see above)"));
+  // A backend killed by SIGTERM/SIGINT/SIGHUP/SIGQUIT while the tool was not
+  // asked to stop was killed from outside: a failed run, not a clean stop.
+  if (result.backends.stopped > 0) {
+    return absl::AbortedError(absl::StrCat(result.backends.stopped, " backend(s) killed by a stop signal sent to them alone"));
+  }
   if (result.failed_connections > 0) {
     return absl::AbortedError(absl::StrCat(result.failed_connections, " connection(s) closed before \"ready\""));
   }

@@ -47,6 +47,7 @@ enum class Stdout {
   kFile,     // dir/stdout, read back into RunResult::out
   kDevFull,  // /dev/full: every write fails with ENOSPC
   kClosed,   // descriptor 1 closed
+  kBrokenPipe,  // a pipe whose reader is gone (`| head -0`): every write fails with EPIPE
 };
 
 // Starts argv[0] with `argv` and returns its pid (-1 and a test failure if it
@@ -63,8 +64,13 @@ inline pid_t SpawnProgram(std::vector<std::string> argv_strings, const std::stri
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  int broken_pipe[2] = {-1, -1};
   if (out == Stdout::kClosed) {
     posix_spawn_file_actions_addclose(&actions, 1);
+  } else if (out == Stdout::kBrokenPipe) {
+    EXPECT_EQ(pipe2(broken_pipe, O_CLOEXEC), 0);
+    close(broken_pipe[0]);  // before the child starts: its first write already finds no reader
+    posix_spawn_file_actions_adddup2(&actions, broken_pipe[1], 1);
   } else {
     posix_spawn_file_actions_addopen(&actions, 1, out == Stdout::kFile ? out_path.c_str() : "/dev/full",
                                      O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -80,6 +86,7 @@ inline pid_t SpawnProgram(std::vector<std::string> argv_strings, const std::stri
   const int spawn_error = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
+  if (broken_pipe[1] >= 0) close(broken_pipe[1]);
   EXPECT_EQ(spawn_error, 0) << "cannot run " << argv_strings[0];
   return spawn_error == 0 ? pid : -1;
 }

@@ -87,7 +87,7 @@ TEST_F(CompareCliTest, RatiosAreQuotientsOfTheRowsAndTheChartHasALinePerConfigur
   std::map<int64_t, nlohmann::json> baseline;  // by shared_buffers_bytes
   for (const nlohmann::json& row : rows) {
     for (const char* key : {"config", "layout", "exit_check", "catcache", "syscache", "shared_buffers_bytes",
-                            "connections_per_second", "exit_check_us", "conn_per_second_vs_baseline",
+                            "connections_per_second", "exit_check_us", "connections_per_second_vs_baseline",
                             "exit_check_us_vs_baseline"}) {
       ASSERT_TRUE(row.contains(key)) << key << " missing from " << row.dump();
     }
@@ -99,13 +99,13 @@ TEST_F(CompareCliTest, RatiosAreQuotientsOfTheRowsAndTheChartHasALinePerConfigur
     SCOPED_TRACE(row.dump());
     const nlohmann::json& base = baseline.at(row["shared_buffers_bytes"].get<int64_t>());
     ASSERT_GT(base["connections_per_second"].get<double>(), 0);
-    EXPECT_EQ(row["conn_per_second_vs_baseline"].get<double>(),
+    EXPECT_EQ(row["connections_per_second_vs_baseline"].get<double>(),
               row["connections_per_second"].get<double>() / base["connections_per_second"].get<double>());
     ASSERT_GT(base["exit_check_us"].get<double>(), 0);
     EXPECT_EQ(row["exit_check_us_vs_baseline"].get<double>(),
               row["exit_check_us"].get<double>() / base["exit_check_us"].get<double>());
     if (row["config"] == "array/always") {
-      EXPECT_EQ(row["conn_per_second_vs_baseline"].get<double>(), 1.0);
+      EXPECT_EQ(row["connections_per_second_vs_baseline"].get<double>(), 1.0);
       EXPECT_EQ(row["exit_check_us_vs_baseline"].get<double>(), 1.0);
     }
   }
@@ -138,7 +138,7 @@ TEST_F(CompareCliTest, SyscachesAreADimensionOfTheMatrix) {
   std::vector<std::string> labels;
   for (const nlohmann::json& row : j["rows"]) labels.push_back(row.value("config", ""));
   EXPECT_EQ(labels, (std::vector<std::string>{"hash/off/pg90", "hash/off/pg17"}));
-  EXPECT_EQ(j["rows"][0].value("conn_per_second_vs_baseline", 0.0), 1.0);
+  EXPECT_EQ(j["rows"][0].value("connections_per_second_vs_baseline", 0.0), 1.0);
   ExpectTmpdirEmpty();
 }
 

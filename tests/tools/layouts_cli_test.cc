@@ -152,7 +152,8 @@ TEST_F(LayoutsCliTest, SigintStopsALongRunWithExit130) {
   // Hours of work: only ^C ends it in time.
   test_util::SpawnedTool tool({BACKENDLAB_CLI_PATH, "layouts", "--shared-buffers=1GB,8GB", "--rounds=1000"}, dir_);
   ASSERT_GT(tool.pid(), 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_TRUE(tool.WaitUntilCatching(SIGINT, std::chrono::seconds(20))) << "no SIGINT handler: " << ReadFile(dir_ + "/stderr");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // into the measurements
   ASSERT_FALSE(tool.Poll()) << "the tool exited early: " << ReadFile(dir_ + "/stderr");
 
   ASSERT_EQ(kill(tool.pid(), SIGINT), 0);

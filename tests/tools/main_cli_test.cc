@@ -83,6 +83,13 @@ TEST_F(MainCliTest, StdoutThatCannotBeWrittenIsAFailedRun) {
     const RunResult closed = Run(args, Stdout::kClosed);
     EXPECT_EQ(closed.exit_code, 1) << args[0] << " stderr: " << closed.err;
     EXPECT_TRUE(IsOneLineStartingWith(closed.err, "backendlab: cannot write to standard output"));
+
+    // `backendlab ... | head -0`: a reader that went away is a failed write,
+    // said in one line, not a death by SIGPIPE (exit 141).
+    const RunResult broken = Run(args, Stdout::kBrokenPipe);
+    EXPECT_EQ(broken.exit_code, 1) << args[0] << " stderr: " << broken.err;
+    EXPECT_TRUE(IsOneLineStartingWith(broken.err, prefix + "cannot write to standard output"));
+    EXPECT_NE(broken.err.find("Broken pipe"), std::string::npos) << broken.err;
   }
   ExpectTmpdirEmpty();
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <thread>
@@ -41,6 +42,25 @@ class SpawnedTool {
     int status;
     if (waitpid(pid_, &status, WNOHANG) == pid_) status_ = status;
     return status_;
+  }
+
+  // Whether, within `limit`, it has a handler for `signal` installed (the
+  // SigCgt mask of /proc/PID/status): a signal sent before that would kill it
+  // instead of asking it to stop, whatever the tool does right.
+  bool WaitUntilCatching(int signal, std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    const std::string path = "/proc/" + std::to_string(pid_) + "/status";
+    do {
+      const std::string status = ReadFile(path);
+      const size_t at = status.find("SigCgt:");
+      if (at != std::string::npos) {
+        const uint64_t caught = std::stoull(status.substr(at + 7), nullptr, 16);
+        if (caught & (uint64_t{1} << (signal - 1))) return true;
+      }
+      if (Poll()) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    } while (std::chrono::steady_clock::now() < deadline);
+    return false;
   }
 
   // Its wait status once it has exited, or nullopt after `limit`.
