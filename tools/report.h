@@ -66,15 +66,6 @@ absl::Status WriteTextFile(const std::string& path, std::string_view text);
 // An error names the flag and the path (a run failure: exit 1).
 absl::Status CheckOutputPaths(const Flags& flags);
 
-// The median of field(s) over `samples`: what a report's cells quote.
-template <typename Sample, typename Field>
-double MedianOf(const std::vector<Sample>& samples, Field field) {
-  std::vector<double> values;
-  values.reserve(samples.size());
-  for (const Sample& s : samples) values.push_back(static_cast<double>(field(s)));
-  return Summarize(std::move(values)).median;
-}
-
 }  // namespace backendlab::tools
 
 #endif  // BACKENDLAB_TOOLS_REPORT_H_
