@@ -113,14 +113,16 @@ bool Describe(PerfEvent event, perf_event_attr& attr) {
   return event != PerfEvent::kSyscalls || attr.config != 0;
 }
 
-// A counting counter of the calling thread, enabled at once; -1 with errno.
-int OpenCounter(perf_event_attr attr, bool user_mode_only) {
+// A counting counter of `pid` (0: the calling thread), enabled at once; -1
+// with errno.
+int OpenCounter(perf_event_attr attr, bool user_mode_only, pid_t pid = 0, bool inherit = false) {
   attr.size = sizeof attr;
   // Time enabled and running let a multiplexed hardware count be scaled.
   attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
   attr.exclude_kernel = user_mode_only;
   attr.exclude_hv = user_mode_only;
-  return static_cast<int>(g_open.load()(&attr, 0 /* this thread */, -1 /* any cpu */, -1, PERF_FLAG_FD_CLOEXEC));
+  attr.inherit = inherit;
+  return static_cast<int>(g_open.load()(&attr, pid, -1 /* any cpu */, -1, PERF_FLAG_FD_CLOEXEC));
 }
 
 // ---- What the probe found, cached without a lock ---------------------------
@@ -324,6 +326,26 @@ PerfCounters PerfCounters::Open(std::span<const PerfEvent> events) {
   for (size_t i = 0; i < counters.events_.size(); ++i) counters.begin_order_.push_back(i);
   std::stable_partition(counters.begin_order_.begin(), counters.begin_order_.end(),
                         [&](size_t i) { return counters.events_[i] != PerfEvent::kSyscalls; });
+  return counters;
+}
+
+PerfCounters PerfCounters::OpenProcess(pid_t pid, std::span<const PerfEvent> events) {
+  PerfCounters counters;
+  for (PerfEvent event : events) {
+    if (std::find(counters.events_.begin(), counters.events_.end(), event) != counters.events_.end()) continue;
+    perf_event_attr attr;
+    std::memset(&attr, 0, sizeof attr);
+    int fd = -1;
+    Probe p{Outcome::kNoTracefs, ENOENT};
+    if (Describe(event, attr)) {
+      fd = OpenCounter(attr, false, pid, true);
+      p = fd >= 0 ? Probe{Outcome::kCountsAll, 0} : Probe{Outcome::kRefused, errno};
+    }
+    counters.events_.push_back(event);
+    counters.fds_.push_back(fd);
+    counters.why_not_.push_back(fd >= 0 ? absl::OkStatus() : UnavailableStatus(event, p));
+  }
+  for (size_t i = 0; i < counters.events_.size(); ++i) counters.begin_order_.push_back(i);
   return counters;
 }
 

@@ -110,6 +110,16 @@ class PerfCounters {
   // short-lived processes.
   static PerfCounters Open(std::span<const PerfEvent> events);
 
+  // Counters of another process `pid` and, with inheritance, of every child it
+  // forks from now on: a child's counts join the parent's when the child
+  // exits, so a postmaster's counters read after its backends were reaped hold
+  // every backend's whole life. Children forked before the open are not
+  // counted. Not cached like Open: whether the kernel lets this process count
+  // that one depends on the target (its owner, perf_event_paranoid), so every
+  // event is opened as asked and a refusal says why in Unavailable(). The
+  // ReadAll nesting rule does not apply: the target does not make our reads.
+  static PerfCounters OpenProcess(pid_t pid, std::span<const PerfEvent> events);
+
   // No counters: every Read gives -1.
   PerfCounters() = default;
   PerfCounters(PerfCounters&& other) noexcept;

@@ -312,6 +312,72 @@ TEST_F(PerfEventsTest, TaskClockAndPageFaultsCountFreshPages) {
                 !PerfEventAvailability(PerfEvent::kPageFaults).ok());
 }
 
+// A process (the "postmaster") that, once told through a pipe, forks children
+// that each fault in kPages fresh pages and exit; it reaps them and waits to
+// be told to exit. Its counters, opened from outside before the children are
+// forked, must hold every child's faults once they have been reaped.
+TEST_F(PerfEventsTest, OpenProcessCountsChildrenForkedAfterTheOpen) {
+  if (!PerfEventAvailability(PerfEvent::kPageFaults).ok()) {
+    GTEST_SKIP() << PerfEventAvailability(PerfEvent::kPageFaults).message();
+  }
+  constexpr size_t kPages = 64;
+  constexpr int kChildren = 4;
+  int go[2], done[2];
+  ASSERT_EQ(pipe(go), 0);
+  ASSERT_EQ(pipe(done), 0);
+  const pid_t parent = fork();
+  ASSERT_GE(parent, 0);
+  if (parent == 0) {
+    char c;
+    if (read(go[0], &c, 1) != 1) _exit(1);
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    for (int i = 0; i < kChildren; ++i) {
+      const pid_t child = fork();
+      if (child == 0) {
+        void* mapped = mmap(nullptr, kPages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mapped == MAP_FAILED) _exit(1);
+        madvise(mapped, kPages * page, MADV_NOHUGEPAGE);
+        for (size_t p = 0; p < kPages; ++p) static_cast<volatile char*>(mapped)[p * page] = 1;
+        _exit(0);
+      }
+      int status;
+      if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) _exit(1);
+    }
+    if (write(done[1], "x", 1) != 1) _exit(1);
+    if (read(go[0], &c, 1) != 1) _exit(1);
+    _exit(0);
+  }
+  const std::vector<PerfEvent> events = {PerfEvent::kPageFaults, PerfEvent::kTaskClock};
+  PerfCounters counters = PerfCounters::OpenProcess(parent, events);
+  ASSERT_TRUE(counters.Unavailable().empty()) << counters.Unavailable()[0].message();
+  const int64_t before = counters.Read(PerfEvent::kPageFaults);
+  ASSERT_EQ(write(go[1], "x", 1), 1);
+  char c;
+  ASSERT_EQ(read(done[0], &c, 1), 1);
+  const int64_t after = counters.Read(PerfEvent::kPageFaults);
+  ASSERT_EQ(write(go[1], "x", 1), 1);
+  int status;
+  ASSERT_EQ(waitpid(parent, &status, 0), parent);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  for (int fd : {go[0], go[1], done[0], done[1]}) close(fd);
+  EXPECT_GE(after - before, static_cast<int64_t>(kChildren * kPages)) << "every child's fresh pages";
+  EXPECT_GT(counters.Read(PerfEvent::kTaskClock), 0);
+}
+
+TEST_F(PerfEventsTest, OpenProcessOfNoProcessSaysWhy) {
+  // A pid that was reaped a moment ago is free (pids are reused only after
+  // wrapping around).
+  const pid_t gone = fork();
+  ASSERT_GE(gone, 0);
+  if (gone == 0) _exit(0);
+  ASSERT_EQ(waitpid(gone, nullptr, 0), gone);
+  const std::vector<PerfEvent> events = {PerfEvent::kTaskClock};
+  PerfCounters counters = PerfCounters::OpenProcess(gone, events);
+  ASSERT_EQ(counters.Unavailable().size(), 1u);
+  EXPECT_TRUE(BeginsWith(Message(counters.Unavailable()[0]), "task-clock: unavailable: ")) << Message(counters.Unavailable()[0]);
+  EXPECT_EQ(counters.Read(PerfEvent::kTaskClock), -1);
+}
+
 TEST_F(PerfEventsTest, EveryEventCountsOrSaysWhy) {
   PerfCounters counters = PerfCounters::Open(AllEvents());
   volatile uint64_t sink = 0;
