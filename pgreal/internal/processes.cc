@@ -1,0 +1,215 @@
+// Spawning commands as another user, /proc figures and recursive removal.
+#include "pgreal/internal/processes.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/interleaved.h"
+#include "base/interrupt.h"
+
+namespace backendlab::pgreal::internal {
+namespace {
+
+absl::Status ErrnoStatus(const std::string& what) {
+  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
+}
+
+// In the child, between fork and exec: async-signal-safe calls only, and on
+// failure a short message to the log and _exit(127).
+[[noreturn]] void ChildFail(const char* what) {
+  const int err = errno;
+  (void)!write(STDERR_FILENO, "backendlab: ", 12);
+  (void)!write(STDERR_FILENO, what, std::strlen(what));
+  (void)!write(STDERR_FILENO, ": ", 2);
+  const char* reason = strerror(err);
+  (void)!write(STDERR_FILENO, reason, std::strlen(reason));
+  (void)!write(STDERR_FILENO, "\n", 1);
+  _exit(127);
+}
+
+}  // namespace
+
+absl::StatusOr<User> LookUpUser(const std::string& name) {
+  struct passwd pw;
+  struct passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  const int err = getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found);
+  if (found == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--run-as: no user '", name, "'", err != 0 ? absl::StrCat(" (", std::strerror(err), ")") : "",
+        "; PostgreSQL refuses to run as root, so as root the server runs as an unprivileged user "
+        "(Debian's postgresql-15 package creates 'postgres')"));
+  }
+  if (pw.pw_uid == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--run-as: '", name, "' is root, and PostgreSQL refuses to run as root"));
+  }
+  return User{name, pw.pw_uid, pw.pw_gid};
+}
+
+absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) return ErrnoStatus(absl::StrCat("fork for ", argv[0]));
+  if (pid == 0) {
+    setpgid(0, 0);
+    // The stop handlers of the tool are not the child's: default dispositions
+    // before exec (exec resets handlers, but not ignored signals).
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) signal(sig, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    const int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    const int log_fd = options.log_path.empty()
+                           ? null_fd
+                           : open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (null_fd < 0 || log_fd < 0) ChildFail("open the log");
+    if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(log_fd, STDOUT_FILENO) < 0 || dup2(log_fd, STDERR_FILENO) < 0) {
+      ChildFail("dup2");
+    }
+    if (options.user) {
+      if (initgroups(options.user->name.c_str(), options.user->gid) != 0) ChildFail("initgroups");
+      if (setgid(options.user->gid) != 0) ChildFail("setgid");
+      if (setuid(options.user->uid) != 0) ChildFail("setuid");
+    }
+    if (options.pdeath_signal != 0) {
+      if (prctl(PR_SET_PDEATHSIG, options.pdeath_signal) != 0) ChildFail("prctl(PR_SET_PDEATHSIG)");
+      if (getppid() != parent) _exit(1);  // the tool died before the line above
+    }
+    execv(args[0], args.data());
+    ChildFail(args[0]);
+  }
+  setpgid(pid, pid);  // also here, so that the group exists before we may signal it
+  return pid;
+}
+
+absl::Status RunToEnd(const std::vector<std::string>& argv, const SpawnOptions& options) {
+  absl::StatusOr<pid_t> pid = Spawn(argv, options);
+  if (!pid.ok()) return pid.status();
+  int status = 0;
+  bool stopped = false;
+  for (;;) {
+    const pid_t r = waitpid(*pid, &status, WNOHANG);
+    if (r == *pid) break;
+    if (r < 0 && errno != EINTR) return ErrnoStatus(absl::StrCat("waitpid for ", argv[0]));
+    if (StopRequested() && !stopped) {
+      kill(-*pid, SIGKILL);
+      stopped = true;
+    }
+    usleep(5000);
+  }
+  if (stopped) {
+    // What the command started in its group goes with it.
+    kill(-*pid, SIGKILL);
+    return StoppedStatus();
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(argv[0], " failed (", DescribeWaitStatus(status), ")"));
+}
+
+std::string DescribeWaitStatus(int status) {
+  if (WIFEXITED(status)) return absl::StrCat("exit status ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    return absl::StrCat("killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");
+  }
+  return absl::StrCat("wait status ", status);
+}
+
+std::optional<ProcessTotals> ReadProcessTotals(pid_t pid) {
+  const std::string path = absl::StrCat("/proc/", pid, "/stat");
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char buf[2048];
+  ssize_t n;
+  do {
+    n = read(fd, buf, sizeof buf - 1);
+  } while (n < 0 && errno == EINTR);
+  close(fd);
+  if (n <= 0) return std::nullopt;
+  buf[n] = '\0';
+  // Fields after the comm, which may hold spaces and parentheses: state
+  // ppid pgrp session tty_nr tpgid flags, then minflt cminflt majflt cmajflt
+  // utime stime cutime cstime (proc(5)).
+  const char* after = std::strrchr(buf, ')');
+  if (after == nullptr) return std::nullopt;
+  unsigned long long minflt, cminflt, majflt, cmajflt, utime, stime;
+  long long cutime, cstime;
+  if (std::sscanf(after + 1, " %*c %*d %*d %*d %*d %*d %*u %llu %llu %llu %llu %llu %llu %lld %lld", &minflt,
+                  &cminflt, &majflt, &cmajflt, &utime, &stime, &cutime, &cstime) != 8) {
+    return std::nullopt;
+  }
+  const long ticks = sysconf(_SC_CLK_TCK);
+  ProcessTotals t;
+  t.minor_faults = static_cast<int64_t>(minflt + cminflt);
+  t.major_faults = static_cast<int64_t>(majflt + cmajflt);
+  t.cpu_ns = static_cast<int64_t>(utime + stime + cutime + cstime) * (1'000'000'000LL / ticks);
+  return t;
+}
+
+std::vector<pid_t> ChildrenOf(pid_t pid) {
+  std::vector<pid_t> children;
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return children;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const std::string path = absl::StrCat("/proc/", e->d_name, "/stat");
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[512];
+    const ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) continue;
+    buf[n] = '\0';
+    const char* after = std::strrchr(buf, ')');
+    int ppid = 0;
+    if (after != nullptr && std::sscanf(after + 1, " %*c %d", &ppid) == 1 && ppid == pid) {
+      children.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+    }
+  }
+  closedir(dir);
+  return children;
+}
+
+std::string FileTail(const std::string& path, int lines) {
+  std::ifstream in(path);
+  std::deque<std::string> last;
+  for (std::string line; std::getline(in, line);) {
+    last.push_back(std::move(line));
+    if (static_cast<int>(last.size()) > lines) last.pop_front();
+  }
+  std::string tail;
+  for (const std::string& line : last) absl::StrAppend(&tail, "\n  | ", line);
+  return tail;
+}
+
+absl::Status RemoveTree(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) return errno == ENOENT ? absl::OkStatus() : ErrnoStatus("stat " + path);
+  const int r = nftw(
+      path.c_str(),
+      [](const char* p, const struct stat*, int, FTW*) { return remove(p) == 0 || errno == ENOENT ? 0 : -1; }, 16,
+      FTW_DEPTH | FTW_PHYS);
+  return r == 0 ? absl::OkStatus() : ErrnoStatus("cannot remove " + path);
+}
+
+}  // namespace backendlab::pgreal::internal

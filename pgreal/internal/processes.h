@@ -1,0 +1,76 @@
+// Child processes of the real-server experiment: a command run as another user
+// in its own process group, /proc figures of a process and its children, and
+// recursive removal. Not for other modules.
+#ifndef BACKENDLAB_PGREAL_INTERNAL_PROCESSES_H_
+#define BACKENDLAB_PGREAL_INTERNAL_PROCESSES_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace backendlab::pgreal::internal {
+
+// The unprivileged user a server runs as when the tool is root.
+struct User {
+  std::string name;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+// Looks the user up; InvalidArgument naming it when there is none.
+absl::StatusOr<User> LookUpUser(const std::string& name);
+
+// How a spawned child starts: as `user` (when set: groups, gid, then uid),
+// in a process group of its own so that ^C on the terminal reaches only the
+// tool, which stops it in order; stdout and stderr to `log_path` (appended)
+// or /dev/null; stdin /dev/null; `pdeath_signal` sent to it when the tool
+// dies, set after the change of user (which clears it).
+struct SpawnOptions {
+  std::optional<User> user;
+  std::string log_path;
+  int pdeath_signal = 0;
+};
+
+// fork + exec of argv[0] (a path) with argv; the pid, or an error naming the
+// command.
+absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOptions& options);
+
+// Spawn and wait for the command to end: OK on exit 0, Internal naming the
+// command and its exit status otherwise. On a stop request (base/interrupt.h)
+// the command's whole process group is killed and reaped and the result is
+// Cancelled.
+absl::Status RunToEnd(const std::vector<std::string>& argv, const SpawnOptions& options);
+
+// "exit status 3", "killed by signal 9 (Killed)".
+std::string DescribeWaitStatus(int status);
+
+// What the kernel accounts to a process in /proc/<pid>/stat: its own CPU and
+// faults, and those of the children it has reaped (cutime, cstime, cminflt,
+// cmajflt) — for a postmaster, every backend that has exited.
+struct ProcessTotals {
+  int64_t cpu_ns = 0;           // utime + stime + cutime + cstime (clock-tick resolution)
+  int64_t minor_faults = 0;     // minflt + cminflt
+  int64_t major_faults = 0;     // majflt + cmajflt
+};
+std::optional<ProcessTotals> ReadProcessTotals(pid_t pid);
+
+// The pids whose parent is `pid`, from /proc (empty if none or unreadable).
+std::vector<pid_t> ChildrenOf(pid_t pid);
+
+// The last `lines` lines of a text file ("" if it cannot be read), each line
+// prefixed with "  | " so that a log tail reads apart from our own message.
+std::string FileTail(const std::string& path, int lines);
+
+// rm -rf: removes `path` and everything under it, not following symbolic
+// links. OK if it does not exist.
+absl::Status RemoveTree(const std::string& path);
+
+}  // namespace backendlab::pgreal::internal
+
+#endif  // BACKENDLAB_PGREAL_INTERNAL_PROCESSES_H_

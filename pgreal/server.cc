@@ -1,0 +1,365 @@
+// Starting, watching and stopping a real PostgreSQL server of our own.
+#include "pgreal/server.h"
+
+#include <arpa/inet.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/shm.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/interleaved.h"
+#include "base/interrupt.h"
+#include "base/resource_usage.h"
+#include "pgreal/internal/processes.h"
+
+namespace backendlab::pgreal {
+namespace {
+
+using internal::User;
+
+constexpr int kStartAttempts = 5;         // ports tried when the chosen one is taken meanwhile
+constexpr int64_t kStartTimeoutNs = 60'000'000'000;
+constexpr int64_t kFastStopTimeoutNs = 60'000'000'000;  // a shutdown checkpoint, fsync off
+constexpr int64_t kQuitTimeoutNs = 10'000'000'000;
+
+// The settings the tool owns: a --set of one would break the privacy or the
+// bookkeeping of the run.
+constexpr const char* kOwned[] = {"port",          "listen_addresses", "unix_socket_directories",
+                                  "unix_socket_permissions", "data_directory", "hba_file",
+                                  "ident_file",    "config_file"};
+
+// A port nobody listens on at this moment (the kernel's choice); the server
+// may still lose it to another process before it binds, so Start retries.
+absl::StatusOr<int> FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  if (port < 0) return absl::InternalError(absl::StrCat("cannot find a free port: ", std::strerror(errno)));
+  return port;
+}
+
+// A conninfo value in single quotes, as libpq reads them.
+std::string ConninfoValue(const std::string& v) {
+  std::string q = "'";
+  for (char c : v) {
+    if (c == '\'' || c == '\\') q += '\\';
+    q += c;
+  }
+  return q + "'";
+}
+
+std::string RandomPassword() {
+  unsigned char bytes[16];
+  size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  std::string hex;
+  for (unsigned char b : bytes) absl::StrAppendFormat(&hex, "%02x", b);
+  return hex;
+}
+
+std::string SizeSetting(int64_t bytes) {
+  if (bytes % (1LL << 30) == 0) return absl::StrCat(bytes >> 30, "GB");
+  if (bytes % (1LL << 20) == 0) return absl::StrCat(bytes >> 20, "MB");
+  return absl::StrCat(bytes >> 10, "kB");
+}
+
+// Waits up to `timeout_ns` for `pid` to end; true and *status once it has.
+bool WaitFor(pid_t pid, int64_t timeout_ns, int* status) {
+  const int64_t end = NowNs() + timeout_ns;
+  for (;;) {
+    const pid_t r = waitpid(pid, status, WNOHANG);
+    if (r == pid || (r < 0 && errno == ECHILD)) return true;
+    if (NowNs() > end) return false;
+    usleep(10'000);
+  }
+}
+
+}  // namespace
+
+Settings MeasurementSettings(const ServerOptions& options) {
+  Settings s = {
+      {"shared_buffers", SizeSetting(options.shared_buffers_bytes)},
+      {"max_connections", absl::StrCat(options.max_connections)},
+      // Nothing of a connect/disconnect loop is written, but a checkpoint or
+      // a sync would land in some round and not another.
+      {"fsync", "off"},
+      {"autovacuum", "off"},
+      // The first touch of shared memory would differ with huge pages.
+      {"huge_pages", "off"},
+      // A log line per connection costs the backend a write.
+      {"log_connections", "off"},
+      {"log_disconnections", "off"},
+      {"log_checkpoints", "off"},
+      {"logging_collector", "off"},
+      // Dynamic shared memory as files in the data directory, not in
+      // /dev/shm: a server that is killed leaves nothing outside its
+      // directory, which the tool removes. No connection of the loop uses
+      // dynamic shared memory.
+      {"dynamic_shared_memory_type", "mmap"},
+  };
+  for (const auto& [name, value] : options.overrides) {
+    bool replaced = false;
+    for (auto& [n, v] : s) {
+      if (n == name) {
+        v = value;
+        replaced = true;
+      }
+    }
+    if (!replaced) s.emplace_back(name, value);
+  }
+  return s;
+}
+
+absl::Status ValidateOverride(const std::string& name) {
+  if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") !=
+                          std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("--set: '", name, "' is not a setting name"));
+  }
+  for (const char* owned : kOwned) {
+    if (absl::AsciiStrToLower(name) == owned) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--set: ", owned, " is set by the tool (a private socket directory, a free port; --tcp for ",
+                       "a TCP listener)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, const std::string& template_data) {
+  absl::StatusOr<std::unique_ptr<Server>> server = Create(options, template_data);
+  if (!server.ok()) return server.status();
+  if (absl::Status s = (*server)->StartPostmaster(); !s.ok()) return s;
+  return server;
+}
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, const std::string& template_data) {
+  std::optional<User> user;
+  if (geteuid() == 0) {
+    absl::StatusOr<User> u = internal::LookUpUser(options.run_as);
+    if (!u.ok()) return u.status();
+    user = *u;
+  }
+  std::unique_ptr<Server> server(new Server());
+  server->options_ = options;
+  server->keep_ = options.keep;
+  const char* tmp = getenv("TMPDIR");
+  std::string dir = absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/backendlab-pg.XXXXXX");
+  if (mkdtemp(dir.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("cannot create a directory ", dir, ": ", std::strerror(errno)));
+  }
+  server->dir_ = dir;  // from here on the destructor removes it
+  if (user && chown(dir.c_str(), user->uid, user->gid) != 0) {
+    return absl::InternalError(absl::StrCat("chown ", dir, ": ", std::strerror(errno)));
+  }
+  internal::SpawnOptions as_user{user, "", SIGKILL};
+  if (user && !internal::RunToEnd({"/usr/bin/test", "-w", dir, "-a", "-x", dir}, as_user).ok()) {
+    if (StopRequested()) return StoppedStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat("user ", user->name, " (the server's: --run-as) cannot enter ", dir,
+                     ": a parent directory is closed to it; set TMPDIR to a directory it can reach, e.g. /tmp"));
+  }
+
+  const std::string data = dir + "/data";
+  const std::string password = RandomPassword();
+  if (template_data.empty()) {
+    const std::string pwfile = dir + "/pwfile";
+    {
+      std::ofstream out(pwfile);
+      out << password << "\n";
+      if (!out) return absl::InternalError("cannot write " + pwfile);
+    }
+    if (user && chown(pwfile.c_str(), user->uid, user->gid) != 0) {
+      return absl::InternalError(absl::StrCat("chown ", pwfile, ": ", std::strerror(errno)));
+    }
+    // Trust on the Unix socket, which lives in a 0700 directory: only the
+    // server's user (and root) can reach it. A password on TCP, never trust.
+    as_user.log_path = dir + "/initdb.log";
+    absl::Status s = internal::RunToEnd({options.installation.bindir + "/initdb", "-D", data, "-U", "postgres",
+                                         "--auth-local=trust", "--auth-host=scram-sha-256", "--pwfile=" + pwfile,
+                                         "-E", "UTF8", "--locale=C", "-N"},
+                                        as_user);
+    unlink(pwfile.c_str());
+    if (absl::IsCancelled(s)) return s;
+    if (!s.ok()) {
+      return absl::InternalError(absl::StrCat("initdb failed (", s.message(), "); its log ends:",
+                                              internal::FileTail(as_user.log_path, 15)));
+    }
+  } else {
+    as_user.log_path = dir + "/copy.log";
+    absl::Status s = internal::RunToEnd({"/bin/cp", "-a", template_data, data}, as_user);
+    if (absl::IsCancelled(s)) return s;
+    if (!s.ok()) {
+      return absl::InternalError(absl::StrCat("copying the data directory failed (", s.message(), ")",
+                                              internal::FileTail(as_user.log_path, 5)));
+    }
+  }
+  server->password_ = password;
+  server->settings_ = MeasurementSettings(options);
+  return server;
+}
+
+absl::Status Server::StartPostmaster() {
+  absl::Status started;
+  for (int attempt = 0; attempt < kStartAttempts; ++attempt) {
+    started = Launch();
+    if (started.ok() || !absl::IsUnavailable(started)) break;
+  }
+  if (!started.ok()) return started;
+  if (options_.tcp) {
+    // Password authentication on TCP, with a password of this server only (a
+    // copied data directory has its template's).
+    PGconn* conn = PQconnectdb(conninfo_.c_str());
+    std::string error;
+    if (PQstatus(conn) != CONNECTION_OK) {
+      error = PQerrorMessage(conn);
+    } else {
+      PGresult* r = PQexec(conn, absl::StrCat("ALTER ROLE postgres PASSWORD '", password_, "'").c_str());
+      if (PQresultStatus(r) != PGRES_COMMAND_OK) error = PQresultErrorMessage(r);
+      PQclear(r);
+    }
+    PQfinish(conn);
+    if (!error.empty()) return absl::InternalError(absl::StrCat("setting the TCP password failed: ", error));
+    conninfo_ = absl::StrCat("host=127.0.0.1 port=", port_,
+                             " user=postgres dbname=postgres sslmode=disable gssencmode=disable password=", password_);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Server::Launch() {
+  const ServerOptions& options = options_;
+
+  absl::StatusOr<int> port = FreePort();
+  if (!port.ok()) return port.status();
+  port_ = *port;
+  std::vector<std::string> argv = {options.installation.bindir + "/postgres", "-D", data_directory(),
+                                   "-c", absl::StrCat("port=", port_),
+                                   "-c", absl::StrCat("listen_addresses=", options.tcp ? "127.0.0.1" : ""),
+                                   "-c", "unix_socket_directories=" + dir_,
+                                   "-c", "unix_socket_permissions=0700"};
+  for (const auto& [name, value] : settings_) {
+    argv.push_back("-c");
+    argv.push_back(name + "=" + value);
+  }
+  std::optional<User> user;
+  if (geteuid() == 0) user = *internal::LookUpUser(options.run_as);
+  const std::string log = dir_ + "/server.log";
+  // Should the tool die without stopping it (SIGKILL), the postmaster gets
+  // SIGINT: a fast shutdown that removes its shared memory and socket.
+  absl::StatusOr<pid_t> pid = internal::Spawn(argv, {user, log, SIGINT});
+  if (!pid.ok()) return pid.status();
+  pid_ = *pid;
+  conninfo_ = absl::StrCat("host=", ConninfoValue(dir_), " port=", port_, " user=postgres dbname=postgres");
+
+  const int64_t deadline = NowNs() + kStartTimeoutNs;
+  for (;;) {
+    int status;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      std::ifstream in(log);
+      std::stringstream text;
+      text << in.rdbuf();
+      const std::string tail = internal::FileTail(log, 15);
+      if (text.str().find("Address already in use") != std::string::npos) {
+        unlink(log.c_str());
+        return absl::UnavailableError(absl::StrCat("port ", port_, " in use:", tail));
+      }
+      return absl::InternalError(absl::StrCat("the server did not start (", internal::DescribeWaitStatus(status),
+                                              "); its log ends:", tail));
+    }
+    if (PQping(conninfo_.c_str()) == PQPING_OK) break;
+    if (StopRequested()) {
+      (void)Stop();
+      return StoppedStatus();
+    }
+    if (NowNs() > deadline) {
+      const std::string tail = LogTail();
+      (void)Stop();
+      return absl::InternalError(absl::StrCat("the server did not accept connections within 60 s; its log ends:", tail));
+    }
+    usleep(20'000);
+  }
+  // postmaster.pid's line 7: "key shmid" of the System V segment.
+  std::ifstream pidfile(data_directory() + "/postmaster.pid");
+  std::string line;
+  for (int i = 0; i < 7 && std::getline(pidfile, line); ++i) {
+  }
+  long key = 0;
+  int id = -1;
+  if (std::sscanf(line.c_str(), "%ld %d", &key, &id) == 2) shm_id_ = id;
+  return absl::OkStatus();
+}
+
+Server::~Server() { (void)Stop(); }
+
+std::string Server::LogTail(int lines) const { return internal::FileTail(dir_ + "/server.log", lines); }
+
+absl::Status Server::CheckRunning() {
+  if (pid_ < 0) return absl::InternalError("the server is not running");
+  int status;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) return absl::OkStatus();
+  pid_ = -1;
+  // Killed, it could not remove its System V segment; its children leave on
+  // their own when they see it gone, and the segment goes with the last.
+  if (WIFSIGNALED(status) && shm_id_ >= 0) shmctl(shm_id_, IPC_RMID, nullptr);
+  return absl::InternalError(absl::StrCat("the server died during the run (", internal::DescribeWaitStatus(status),
+                                          "); its log ends:", LogTail()));
+}
+
+absl::Status Server::Stop() {
+  absl::Status result;
+  if (pid_ > 0) {
+    const std::vector<pid_t> children = internal::ChildrenOf(pid_);
+    int status = 0;
+    kill(pid_, SIGINT);
+    bool ended = WaitFor(pid_, kFastStopTimeoutNs, &status);
+    if (!ended) {
+      kill(pid_, SIGQUIT);
+      ended = WaitFor(pid_, kQuitTimeoutNs, &status);
+    }
+    if (!ended) {
+      kill(pid_, SIGKILL);
+      for (pid_t child : children) kill(child, SIGKILL);
+      WaitFor(pid_, kQuitTimeoutNs, &status);
+      if (shm_id_ >= 0) shmctl(shm_id_, IPC_RMID, nullptr);
+      result = absl::InternalError(absl::StrCat("the server did not stop (SIGINT, then SIGQUIT) and was killed; "
+                                                "its log ends:", LogTail()));
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      result = absl::InternalError(absl::StrCat("the server's shutdown failed (", internal::DescribeWaitStatus(status),
+                                                "); its log ends:", LogTail()));
+    }
+    pid_ = -1;
+  }
+  if (!keep_ && !dir_.empty()) {
+    if (absl::Status s = internal::RemoveTree(dir_); !s.ok() && result.ok()) result = s;
+    dir_.clear();
+  }
+  return result;
+}
+
+}  // namespace backendlab::pgreal

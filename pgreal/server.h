@@ -1,0 +1,115 @@
+// A real PostgreSQL server started and stopped by the tool: initdb into a
+// private directory, a postmaster of our own (a child of the tool, in its own
+// process group), reachable only by the user who ran the tool, and nothing of
+// it left behind on any path.
+#ifndef BACKENDLAB_PGREAL_SERVER_H_
+#define BACKENDLAB_PGREAL_SERVER_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "pgreal/installation.h"
+
+namespace backendlab::pgreal {
+
+using Settings = std::vector<std::pair<std::string, std::string>>;
+
+struct ServerOptions {
+  Installation installation;
+  // As root the server runs as this user (PostgreSQL refuses root); ignored
+  // otherwise, where it runs as the tool's own user.
+  std::string run_as = "postgres";
+  int64_t shared_buffers_bytes = 128LL << 20;
+  int max_connections = 20;
+  // A TCP listener on 127.0.0.1 too (password authentication, scram-sha-256);
+  // without it the server listens only on a Unix socket in its private
+  // directory.
+  bool tcp = false;
+  // --set NAME=VALUE: applied after (and so over) the defaults below.
+  Settings overrides;
+  // Leave the directory (data, log) in place after the stop.
+  bool keep = false;
+};
+
+// The settings a measurement runs with, in the order they are passed
+// (`postgres -c NAME=VALUE`): the measurement's own (fsync, autovacuum,
+// huge pages and logging off, max_connections, shared_buffers) then the
+// overrides. Listening and sockets are not among them: the server sets those
+// from its directory.
+Settings MeasurementSettings(const ServerOptions& options);
+
+// InvalidArgument for a NAME=VALUE whose name is not a setting's name
+// (letters, digits, '_' and '.') or that sets what the tool owns (port,
+// listen_addresses, unix_socket_directories, unix_socket_permissions,
+// data_directory, hba_file, ident_file, config_file).
+absl::Status ValidateOverride(const std::string& name);
+
+class Server {
+ public:
+  // initdb (or a copy of `template_data`, a data directory made by an earlier
+  // initdb of the same installation: much faster), then the postmaster on a
+  // free port; returns once it accepts connections. Errors: InvalidArgument
+  // for a user that does not exist or a directory the server's user cannot
+  // reach; Internal with the last lines of the log when initdb or the start
+  // fails; Cancelled on a stop request. Nothing is left on any error.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options,
+                                                       const std::string& template_data = "");
+
+  // Start in two steps: the data directory alone (initdb or the copy), which
+  // may serve as another's template before its own postmaster runs; then the
+  // postmaster. Same errors as Start.
+  static absl::StatusOr<std::unique_ptr<Server>> Create(const ServerOptions& options,
+                                                        const std::string& template_data = "");
+  absl::Status StartPostmaster();
+
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  ~Server();  // Stop(), errors ignored
+
+  // A fast shutdown, as `pg_ctl stop -m fast` does (SIGINT, then wait), with
+  // SIGQUIT and then SIGKILL if it does not end, the shared memory removed if
+  // it had to be killed, then the directory removed unless `keep` (after
+  // which directory() is empty). Idempotent.
+  absl::Status Stop();
+
+  // OK while the postmaster runs; Internal with its exit status and the last
+  // lines of its log once it has died.
+  absl::Status CheckRunning();
+
+  pid_t postmaster_pid() const { return pid_; }
+  // libpq's connection string: host (the socket directory or 127.0.0.1), port,
+  // user, dbname, and the password with --tcp.
+  const std::string& conninfo() const { return conninfo_; }
+  const std::string& directory() const { return dir_; }
+  std::string data_directory() const { return dir_ + "/data"; }
+  const Settings& settings() const { return settings_; }
+  int port() const { return port_; }
+  // The last lines of the server's log, each prefixed "  | ".
+  std::string LogTail(int lines = 15) const;
+
+ private:
+  Server() = default;
+  absl::Status Launch();
+
+  ServerOptions options_;
+  std::string password_;
+  std::string dir_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string conninfo_;
+  Settings settings_;
+  bool keep_ = false;
+  int shm_id_ = -1;  // the System V segment postmaster.pid names, for a kill's clean-up
+};
+
+}  // namespace backendlab::pgreal
+
+#endif  // BACKENDLAB_PGREAL_SERVER_H_
