@@ -1,0 +1,202 @@
+// Non-blocking libpq clients over poll(): PQconnectStart/PQconnectPoll, then
+// PQsendQuery/PQconsumeInput, then PQfinish, --clients at a time.
+#include "pgreal/connect_loop.h"
+
+#include <libpq-fe.h>
+#include <poll.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "base/interleaved.h"
+#include "base/interrupt.h"
+
+namespace backendlab::pgreal {
+namespace {
+
+// libpq's messages end with a newline and may span lines: one line.
+std::string OneLine(const char* message) {
+  std::string s = absl::StrReplaceAll(message != nullptr ? message : "", {{"\n", " "}, {"\t", " "}});
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+struct Client {
+  enum class State { kIdle, kConnecting, kQuerying };
+  State state = State::kIdle;
+  PGconn* conn = nullptr;
+  short wait_for = POLLOUT;  // what poll() must see before the next step
+  int64_t start_ns = 0;
+  int64_t connected_ns = 0;
+  bool measured = false;
+};
+
+class Loop {
+ public:
+  explicit Loop(const LoopOptions& options) : options_(options), clients_(options.clients) {}
+  ~Loop() {
+    for (Client& c : clients_) {
+      if (c.conn != nullptr) PQfinish(c.conn);
+    }
+  }
+
+  absl::StatusOr<LoopResult> Run();
+
+ private:
+  // Whether another connection may start: warm-up first, then the measured
+  // ones up to the count or the deadline.
+  bool MayStart() const {
+    if (started_ < options_.warmup) return true;
+    if (options_.connections > 0) return started_ < options_.warmup + options_.connections;
+    return measuring_ && NowNs() < deadline_ns_;
+  }
+  absl::Status Start(Client& c);
+  // One step of a client whose socket is ready; may finish the connection.
+  absl::Status Step(Client& c);
+  absl::Status Finish(Client& c);
+  void BeginMeasuring();
+
+  const LoopOptions& options_;
+  std::vector<Client> clients_;
+  int64_t started_ = 0;
+  int64_t finished_ = 0;
+  bool measuring_ = false;
+  int64_t deadline_ns_ = 0;
+  int64_t begin_ns_ = 0;
+  ResourceSample begin_usage_;
+  LoopResult result_;
+};
+
+void Loop::BeginMeasuring() {
+  measuring_ = true;
+  begin_usage_ = SampleSelf();
+  begin_ns_ = NowNs();
+  deadline_ns_ = begin_ns_ + options_.duration_ns;
+}
+
+absl::Status Loop::Start(Client& c) {
+  // Warm-up is over when the last warm-up connection has *started*: the
+  // measured ones then begin with the pipeline already full, as a steady
+  // loop does.
+  if (!measuring_ && started_ == options_.warmup) BeginMeasuring();
+  c.measured = started_ >= options_.warmup;
+  ++started_;
+  c.start_ns = NowNs();
+  c.conn = PQconnectStart(options_.conninfo.c_str());
+  if (c.conn == nullptr) return absl::ResourceExhaustedError("PQconnectStart: out of memory");
+  if (PQstatus(c.conn) == CONNECTION_BAD) {
+    return absl::InternalError(absl::StrCat("cannot connect: ", OneLine(PQerrorMessage(c.conn))));
+  }
+  c.state = Client::State::kConnecting;
+  c.wait_for = POLLOUT;  // as libpq's documentation says: poll as if PGRES_POLLING_WRITING
+  return absl::OkStatus();
+}
+
+absl::Status Loop::Step(Client& c) {
+  if (c.state == Client::State::kConnecting) {
+    switch (PQconnectPoll(c.conn)) {
+      case PGRES_POLLING_READING:
+        c.wait_for = POLLIN;
+        return absl::OkStatus();
+      case PGRES_POLLING_WRITING:
+        c.wait_for = POLLOUT;
+        return absl::OkStatus();
+      case PGRES_POLLING_OK:
+        c.connected_ns = NowNs();
+        if (options_.query.empty()) return Finish(c);
+        if (PQsetnonblocking(c.conn, 1) != 0 || PQsendQuery(c.conn, options_.query.c_str()) == 0) {
+          return absl::InternalError(absl::StrCat("--query: ", OneLine(PQerrorMessage(c.conn))));
+        }
+        c.state = Client::State::kQuerying;
+        c.wait_for = PQflush(c.conn) == 1 ? POLLOUT : POLLIN;
+        return absl::OkStatus();
+      default:
+        return absl::InternalError(absl::StrCat("cannot connect: ", OneLine(PQerrorMessage(c.conn))));
+    }
+  }
+  // Querying: send what is left, then read until the result is complete.
+  const int flushed = PQflush(c.conn);
+  if (flushed < 0) return absl::InternalError(absl::StrCat("--query: ", OneLine(PQerrorMessage(c.conn))));
+  if (flushed == 1) {
+    c.wait_for = POLLOUT;
+    return absl::OkStatus();
+  }
+  if (PQconsumeInput(c.conn) == 0) {
+    return absl::InternalError(absl::StrCat("--query: ", OneLine(PQerrorMessage(c.conn))));
+  }
+  while (PQisBusy(c.conn) == 0) {
+    PGresult* r = PQgetResult(c.conn);
+    if (r == nullptr) return Finish(c);
+    const ExecStatusType status = PQresultStatus(r);
+    std::string error;
+    if (status == PGRES_FATAL_ERROR || status == PGRES_BAD_RESPONSE || status == PGRES_NONFATAL_ERROR) {
+      error = OneLine(PQresultErrorMessage(r));
+    }
+    PQclear(r);
+    if (!error.empty()) return absl::InternalError(absl::StrCat("--query failed: ", error));
+  }
+  c.wait_for = POLLIN;
+  return absl::OkStatus();
+}
+
+absl::Status Loop::Finish(Client& c) {
+  PQfinish(c.conn);  // sends Terminate ('X') and closes: the backend then exits
+  c.conn = nullptr;
+  const int64_t end = NowNs();
+  c.state = Client::State::kIdle;
+  ++finished_;
+  if (c.measured) {
+    result_.connect_ns.Record(c.connected_ns - c.start_ns);
+    result_.connection_ns.Record(end - c.start_ns);
+    ++result_.connections;
+    result_.wall_ns = end - begin_ns_;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LoopResult> Loop::Run() {
+  std::vector<pollfd> fds(clients_.size());
+  int64_t last_progress = NowNs();
+  if (options_.warmup == 0) BeginMeasuring();
+  for (;;) {
+    if (StopRequested()) return StoppedStatus();
+    int busy = 0;
+    for (Client& c : clients_) {
+      if (c.state == Client::State::kIdle && MayStart()) {
+        if (absl::Status s = Start(c); !s.ok()) return s;
+      }
+      busy += c.state != Client::State::kIdle;
+    }
+    if (busy == 0) break;
+    for (size_t i = 0; i < clients_.size(); ++i) {
+      const Client& c = clients_[i];
+      fds[i] = {c.conn != nullptr ? PQsocket(c.conn) : -1, c.wait_for, 0};
+    }
+    const int n = poll(fds.data(), fds.size(), 100);
+    if (n < 0 && errno != EINTR) return absl::InternalError(absl::StrCat("poll: ", std::strerror(errno)));
+    for (size_t i = 0; n > 0 && i < clients_.size(); ++i) {
+      if (fds[i].fd >= 0 && fds[i].revents != 0) {
+        if (absl::Status s = Step(clients_[i]); !s.ok()) return s;
+      }
+    }
+    if (options_.progress && NowNs() - last_progress > 100'000'000) {
+      last_progress = NowNs();
+      options_.progress(finished_);
+    }
+  }
+  result_.client = SampleSelf() - begin_usage_;
+  return result_;
+}
+
+}  // namespace
+
+absl::StatusOr<LoopResult> RunConnectLoop(const LoopOptions& options) {
+  Loop loop(options);
+  return loop.Run();
+}
+
+}  // namespace backendlab::pgreal

@@ -1,0 +1,151 @@
+// Servers started in a row, measured round robin, stopped on every path.
+#include "pgreal/pg_run.h"
+
+#include <unistd.h>
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "base/interleaved.h"
+#include "base/resource_usage.h"
+#include "pgreal/internal/processes.h"
+
+namespace backendlab::pgreal {
+namespace {
+
+constexpr int64_t kBackendExitTimeoutNs = 10'000'000'000;
+
+std::string SizeLabel(int64_t bytes) {
+  if (bytes % (1LL << 30) == 0) return absl::StrCat(bytes >> 30, "GB");
+  return absl::StrCat(bytes >> 20, "MB");
+}
+
+// Waits until the postmaster has no more children than `baseline` (its
+// auxiliary processes): every backend of the loop has exited and been reaped,
+// so its counts have joined the postmaster's.
+void WaitForBackendsToExit(pid_t postmaster, size_t baseline) {
+  const int64_t end = NowNs() + kBackendExitTimeoutNs;
+  while (internal::ChildrenOf(postmaster).size() > baseline && NowNs() < end) usleep(2'000);
+}
+
+// One measured loop against one server, its figures added to `target`.
+absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninfo, pid_t postmaster,
+                         PgTargetResult& target) {
+  LoopOptions loop = options.loop;
+  loop.conninfo = conninfo;
+  std::vector<int64_t> before(std::size(kServerEvents), -1), after(std::size(kServerEvents), -1);
+  profiling::PerfCounters counters;
+  size_t baseline = 0;
+  std::optional<internal::ProcessTotals> proc_before;
+  if (postmaster > 0) {
+    baseline = internal::ChildrenOf(postmaster).size();
+    if (options.server_counters) {
+      counters = profiling::PerfCounters::OpenProcess(postmaster, kServerEvents);
+      target.server_events_unavailable.clear();
+      for (const absl::Status& why : counters.Unavailable()) target.server_events_unavailable.emplace_back(why.message());
+      counters.ReadAll(profiling::PerfCounters::PhaseEdge::kBegin, before);
+    }
+    proc_before = internal::ReadProcessTotals(postmaster);
+  }
+  absl::StatusOr<LoopResult> result = RunConnectLoop(loop);
+  if (!result.ok()) return result.status();
+  if (postmaster > 0) {
+    WaitForBackendsToExit(postmaster, baseline);
+    if (options.server_counters) counters.ReadAll(profiling::PerfCounters::PhaseEdge::kEnd, after);
+    const std::optional<internal::ProcessTotals> proc_after = internal::ReadProcessTotals(postmaster);
+    target.proc_available = proc_before && proc_after;
+    if (target.proc_available) {
+      target.server_cpu_ns += proc_after->cpu_ns - proc_before->cpu_ns;
+      target.server_minor_faults += proc_after->minor_faults - proc_before->minor_faults;
+      target.server_major_faults += proc_after->major_faults - proc_before->major_faults;
+    }
+  }
+  target.server_events.resize(std::size(kServerEvents), -1);
+  for (size_t i = 0; i < std::size(kServerEvents); ++i) {
+    if (before[i] < 0 || after[i] < 0) {
+      target.server_events[i] = -1;
+    } else {
+      target.server_events[i] = std::max<int64_t>(target.server_events[i], 0) + (after[i] - before[i]);
+    }
+  }
+  target.rates.push_back(result->connections_per_second());
+  target.loop.connect_ns.Merge(result->connect_ns);
+  target.loop.connection_ns.Merge(result->connection_ns);
+  target.loop.connections += result->connections;
+  target.loop.wall_ns += result->wall_ns;
+  target.loop.client = {target.loop.client.wall_ns + result->client.wall_ns,
+                        target.loop.client.cpu_ns + result->client.cpu_ns,
+                        target.loop.client.minor_faults + result->client.minor_faults,
+                        target.loop.client.major_faults + result->client.major_faults};
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
+  if (options.rounds < 1) return absl::InvalidArgumentError("--rounds must be at least 1");
+  if (options.loop.clients < 1) return absl::InvalidArgumentError("--clients must be at least 1");
+  PgResult result;
+  std::vector<std::unique_ptr<Server>> servers;
+
+  if (!options.conninfo.empty()) {
+    PgTargetResult target;
+    target.label = "conninfo";
+    target.installation.build = "an existing server (--conninfo)";
+    result.targets.push_back(std::move(target));
+    if (options.postmaster_pid <= 0) {
+      result.server_figures_note = "not available: the server was not started by the tool; give --postmaster-pid";
+    }
+  } else {
+    // Data directories first, one initdb per installation and copies of it,
+    // then the postmasters: a running server's directory is no template.
+    for (const Installation& installation : options.installations) {
+      std::string template_data;
+      for (int64_t size : options.shared_buffers) {
+        ServerOptions server = options.server;
+        server.installation = installation;
+        server.shared_buffers_bytes = size;
+        if (options.progress) {
+          options.progress(absl::StrCat(template_data.empty() ? "initdb" : "copying", " for PostgreSQL ",
+                                        installation.major, " at ", SizeLabel(size)));
+        }
+        absl::StatusOr<std::unique_ptr<Server>> created = Server::Create(server, template_data);
+        if (!created.ok()) return created.status();
+        if (template_data.empty()) template_data = (*created)->data_directory();
+        PgTargetResult target;
+        target.label = absl::StrCat(installation.major, "/", SizeLabel(size));
+        target.installation = installation;
+        target.shared_buffers_bytes = size;
+        target.settings = (*created)->settings();
+        result.targets.push_back(std::move(target));
+        servers.push_back(std::move(*created));
+      }
+    }
+    for (size_t i = 0; i < servers.size(); ++i) {
+      if (options.progress) options.progress(absl::StrCat("starting the server for ", result.targets[i].label));
+      if (absl::Status s = servers[i]->StartPostmaster(); !s.ok()) return s;
+    }
+  }
+
+  absl::Status status = RunInterleaved("pg", options.rounds, result.targets.size(), [&](size_t i, int64_t) {
+    PgTargetResult& target = result.targets[i];
+    if (servers.empty()) return MeasureOnce(options, options.conninfo, options.postmaster_pid, target);
+    Server& server = *servers[i];
+    absl::Status s = MeasureOnce(options, server.conninfo(), server.postmaster_pid(), target);
+    if (!s.ok() && !absl::IsCancelled(s)) {
+      // A failed connection because the server died: say that, with its log.
+      if (absl::Status alive = server.CheckRunning(); !alive.ok()) return alive;
+      return absl::Status(s.code(), absl::StrCat(target.label, ": ", s.message(), server.LogTail(5)));
+    }
+    if (s.ok()) s = server.CheckRunning();
+    return s;
+  });
+  for (std::unique_ptr<Server>& server : servers) {
+    absl::Status stopped = server->Stop();
+    if (status.ok() && !stopped.ok()) status = stopped;
+  }
+  if (!status.ok()) return status;
+  return result;
+}
+
+}  // namespace backendlab::pgreal

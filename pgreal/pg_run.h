@@ -1,0 +1,77 @@
+// The experiment of `backendlab pg`: connect/disconnect loops against real
+// PostgreSQL servers (one per version × shared_buffers, started by the tool,
+// or one given by --conninfo), interleaved over rounds, with the client's
+// figures and the server's per connection.
+#ifndef BACKENDLAB_PGREAL_PG_RUN_H_
+#define BACKENDLAB_PGREAL_PG_RUN_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "pgreal/connect_loop.h"
+#include "pgreal/installation.h"
+#include "pgreal/server.h"
+#include "profiling/perf_events.h"
+
+namespace backendlab::pgreal {
+
+// The server-side events counted per connection.
+inline constexpr profiling::PerfEvent kServerEvents[] = {
+    profiling::PerfEvent::kTaskClock, profiling::PerfEvent::kPageFaults, profiling::PerfEvent::kContextSwitches,
+    profiling::PerfEvent::kSyscalls};
+
+struct PgRunOptions {
+  // Servers the tool starts: every installation × every shared_buffers.
+  std::vector<Installation> installations;
+  std::vector<int64_t> shared_buffers;
+  ServerOptions server;  // run_as, tcp, overrides, keep; the rest is set per server
+  // Or an existing server: no start, no stop.
+  std::string conninfo;
+  pid_t postmaster_pid = 0;  // for server-side figures of an existing server; 0: none
+
+  LoopOptions loop;  // conninfo is set per server
+  int64_t rounds = 3;
+  // perf_event_open counters on the postmaster, inherited by every backend it
+  // forks during the run (off: to measure what counting costs).
+  bool server_counters = true;
+  std::function<void(const std::string&)> progress;
+};
+
+// One server's figures, summed or merged over the rounds.
+struct PgTargetResult {
+  std::string label;  // "15/128MB", or "conninfo"
+  Installation installation;
+  int64_t shared_buffers_bytes = 0;  // 0 for --conninfo
+  Settings settings;                 // as passed to the server
+  std::vector<double> rates;         // conn/s, one per round
+  LoopResult loop;                   // histograms merged; connections, wall and client usage summed
+  // perf counters, summed over the rounds, in kServerEvents order; -1 where
+  // not counted (unavailable, off, or no postmaster to count).
+  std::vector<int64_t> server_events;
+  std::vector<std::string> server_events_unavailable;  // why, one line each
+  // /proc/<postmaster>/stat deltas: the postmaster and every backend it reaped.
+  bool proc_available = false;
+  int64_t server_cpu_ns = 0;
+  int64_t server_minor_faults = 0;
+  int64_t server_major_faults = 0;
+};
+
+struct PgResult {
+  std::vector<PgTargetResult> targets;
+  std::string server_figures_note;  // why server-side figures are missing, if they are
+};
+
+// Bad options are InvalidArgument; a server that cannot start or dies, or a
+// connection that fails, is an error with what the server logged; Cancelled
+// on a stop request. Every server is stopped and removed on every path.
+absl::StatusOr<PgResult> RunPg(const PgRunOptions& options);
+
+}  // namespace backendlab::pgreal
+
+#endif  // BACKENDLAB_PGREAL_PG_RUN_H_
