@@ -20,6 +20,7 @@
 #include "tools/flags.h"
 #include "tools/cycle_command.h"
 #include "tools/layouts_command.h"
+#include "tools/pg_command.h"
 #include "tools/profile_command.h"
 
 namespace {
@@ -36,6 +37,8 @@ constexpr Command kCommands[] = {
      backendlab::tools::RunCompareCommand, backendlab::tools::CompareUsage},
     {"cycle", "connect/disconnect loops against one configuration, phase by phase",
      backendlab::tools::RunCycleCommand, backendlab::tools::CycleUsage},
+    {"pg", "connect/disconnect loops against real PostgreSQL servers, the server's costs per connection",
+     backendlab::tools::RunPgCommand, backendlab::tools::PgUsage},
     {"profile", "call graphs of one configuration: sampler that follows backends, flame graphs, perf",
      backendlab::tools::RunProfileCommand, backendlab::tools::ProfileUsage},
     {"layouts", "compare the PrivateRefCount layouts (array, bytes, hash)",

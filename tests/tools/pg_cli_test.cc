@@ -1,0 +1,162 @@
+// `backendlab pg` against a real PostgreSQL (Debian's, installed by
+// tools/install-deps): a run, its figures and outputs, bad input, and that
+// nothing of a server outlives the tool — after a normal end, ^C, or a
+// server killed mid-run.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/lifecycle/child_processes.h"
+#include "tests/test_util/run_program.h"
+#include "tests/tools/cli_fixture.h"
+#include "tests/tools/spawned_tool.h"
+
+namespace backendlab::tools {
+namespace {
+
+bool HaveServer() { return access("/usr/lib/postgresql/15/bin/postgres", X_OK) == 0; }
+
+// Processes whose command line mentions `text` (a server's directory is on
+// its postmaster's command line).
+std::vector<pid_t> ProcessesMentioning(const std::string& text) {
+  std::vector<pid_t> found;
+  DIR* dir = opendir("/proc");
+  while (const dirent* e = dir != nullptr ? readdir(dir) : nullptr) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
+    std::stringstream s;
+    s << in.rdbuf();
+    if (s.str().find(text) != std::string::npos) found.push_back(std::atoi(e->d_name));
+  }
+  if (dir != nullptr) closedir(dir);
+  return found;
+}
+
+class PgCliTest : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    if (!HaveServer()) GTEST_SKIP() << "no PostgreSQL 15 server (tools/install-deps installs postgresql-15)";
+    // As root the server runs as `postgres`, which must reach its directory
+    // inside TMPDIR: traversable, not listable.
+    if (geteuid() == 0) {
+      ASSERT_EQ(chmod(dir_.c_str(), 0711), 0);
+      ASSERT_EQ(chmod(tmpdir_.c_str(), 0711), 0);
+    }
+  }
+  void ExpectNoServerLeft() {
+    ExpectTmpdirEmpty();
+    // The postmaster leaves with the tool; its backends may take a moment
+    // longer to notice.
+    for (int i = 0; i < 100 && !ProcessesMentioning(tmpdir_).empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_TRUE(ProcessesMentioning(tmpdir_).empty()) << "a server process outlived the tool";
+  }
+  std::vector<std::string> Small(std::vector<std::string> args) {
+    return WithDefaults(std::move(args), {"--connections=20", "--warmup=2", "--rounds=1", "--shared-buffers=128MB"});
+  }
+};
+
+TEST_F(PgCliTest, RunsARealServerAndReportsItsCostsPerConnection) {
+  const test_util::RunResult r = Run(Small({"pg", "--shared-buffers=128MB,256MB", "--rounds=2", "--clients=2",
+                                            "--query=SELECT 1", "--json=" + dir_ + "/out.json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("15/128MB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("15/256MB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fsync=off"), std::string::npos) << "the report says what the server ran with";
+  const nlohmann::json j = nlohmann::json::parse(test_util::ReadFile(dir_ + "/out.json"));
+  ASSERT_EQ(j["rows"].size(), 2u);
+  for (const nlohmann::json& row : j["rows"]) {
+    EXPECT_EQ(row["connections"], 40) << "20 measured connections in each of 2 rounds";
+    EXPECT_GT(row["connections_per_second"].get<double>(), 0);
+    // Every backend faults in pages and uses CPU: the kernel's accounting of
+    // reaped children must have seen the backends.
+    EXPECT_GT(row["server_minor_faults"].get<double>(), 10);
+    EXPECT_GT(row["server_cpu_us"].get<double>(), 0);
+  }
+  EXPECT_EQ(j["header"]["settings"]["max_connections"], "7") << "clients + 5";
+  ExpectNoServerLeft();
+}
+
+TEST_F(PgCliTest, BadInputIsAUsageError) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"pg", "--bindir=/nonexistent"},
+      {"pg", "--run-as=no-such-user-here"},
+      {"pg", "--set=port=5"},
+      {"pg", "--set=novalue"},
+      {"pg", "--pg-versions=9"},
+      {"pg", "--shared-buffers=1GB,1024MB"},
+      {"pg", "--conninfo=host=/x", "--shared-buffers=1GB"},
+      {"pg", "--postmaster-pid=1"},
+      {"pg", "--connections=10", "--duration=1s"},
+  };
+  for (const std::vector<std::string>& args : bad) {
+    if (geteuid() != 0 && args[1].rfind("--run-as", 0) == 0) continue;
+    const test_util::RunResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 2) << args[1] << ": " << r.err;
+    EXPECT_EQ(test_util::Lines(r.err).size(), 1u) << r.err;
+    ExpectNothingCreated();
+  }
+}
+
+TEST_F(PgCliTest, ConninfoThatCannotConnectIsARunFailure) {
+  const test_util::RunResult r = Run({"pg", "--conninfo=host=" + tmpdir_ + " port=1 user=postgres", "--rounds=1"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot connect"), std::string::npos) << r.err;
+  ExpectNothingCreated();
+}
+
+TEST_F(PgCliTest, AServerKilledMidRunIsReportedAndNothingIsLeft) {
+  test_util::SpawnedTool tool({BACKENDLAB_CLI_PATH, "pg", "--duration=60s", "--rounds=1", "--shared-buffers=128MB"}, dir_);
+  // Wait for the postmaster, then kill it outright.
+  std::vector<pid_t> server;
+  for (int i = 0; i < 400 && server.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (pid_t pid : ProcessesMentioning(tmpdir_)) {
+      std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+      std::string name;
+      comm >> name;
+      if (name == "postgres") server.push_back(pid);
+    }
+  }
+  ASSERT_FALSE(server.empty()) << "no server started";
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_EQ(kill(server[0], SIGKILL), 0);
+  const std::optional<int> code = tool.WaitFor(std::chrono::seconds(60));
+  ASSERT_TRUE(code.has_value()) << "the tool did not end after its server died";
+  EXPECT_TRUE(WIFEXITED(*code) && WEXITSTATUS(*code) == 1) << *code;
+  const std::string err = test_util::ReadFile(dir_ + "/stderr");
+  EXPECT_NE(err.find("server"), std::string::npos) << err;
+  ExpectNoServerLeft();
+}
+
+TEST_F(PgCliTest, InterruptStopsTheServerAndRemovesIt) {
+  test_util::SpawnedTool tool({BACKENDLAB_CLI_PATH, "pg", "--duration=60s", "--rounds=1", "--shared-buffers=128MB"}, dir_);
+  bool running = false;
+  for (int i = 0; i < 400 && !running; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    running = !ProcessesMentioning(tmpdir_).empty();
+  }
+  ASSERT_TRUE(running) << "no server started";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  ASSERT_EQ(kill(tool.pid(), SIGINT), 0);
+  const std::optional<int> code = tool.WaitFor(std::chrono::seconds(60));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_TRUE(WIFEXITED(*code) && WEXITSTATUS(*code) == 130) << *code;
+  ExpectNoServerLeft();
+}
+
+}  // namespace
+}  // namespace backendlab::tools

@@ -1,0 +1,265 @@
+// `backendlab pg`: the connect/disconnect loop of `cycle`, through libpq,
+// against real PostgreSQL servers the tool starts (or one it is given), with
+// the server's costs per connection.
+#include "tools/pg_command.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "base/summary.h"
+#include "buffers/shared_buffers.h"
+#include "pgreal/pg_run.h"
+#include "tools/cycle_flags.h"
+#include "tools/flags.h"
+#include "tools/machine_header.h"
+#include "tools/report.h"
+
+namespace backendlab::tools {
+namespace {
+
+constexpr FlagSpec kFlags[] = {
+    {"bindir", "", "a PostgreSQL build's bin directory (default: Debian's PostgreSQL 15)"},
+    {"pg-versions", "", "major versions, e.g. 15,17,18: Debian's where installed, else tools/fetch-postgres's"},
+    {"shared-buffers", "", "shared_buffers of the servers, one server per size (default 128MB,8GB)"},
+    {"rounds", "3", "interleaved rounds: every server once per round, round robin"},
+    {"clients", "1", "connections in flight at once"},
+    {"connections", "", "measured connections per run (default 300 unless --duration)"},
+    {"duration", "", "run for this long instead, e.g. 5s"},
+    {"warmup", "20", "connections made first and left out"},
+    {"query", "", "SQL sent once per connection, e.g. 'SELECT 1' (default: none)"},
+    {"run-as", "", "as root: the unprivileged user the server runs as (default postgres)"},
+    {"tcp", "off", "also listen on 127.0.0.1 (password authentication) and connect through it: on or off"},
+    {"set", "", "server settings over the defaults, NAME=VALUE[,NAME=VALUE...]"},
+    {"keep", "off", "leave each server's directory (data, log) after the run: on or off"},
+    {"conninfo", "", "measure this existing server instead (libpq connection string); no start, no stop"},
+    {"postmaster-pid", "", "with --conninfo: the server's postmaster, for server-side figures"},
+    {"server-counters", "on", "perf counters on the postmaster, inherited by its backends: on or off"},
+    {"json", "", "also write the results as JSON to this file"},
+    {"csv", "", "also write the rows as CSV to this file"},
+};
+
+
+Cell PerConnection(int64_t total, int64_t connections, double scale = 1) {
+  if (total < 0 || connections <= 0) return std::monostate{};
+  return static_cast<double>(total) * scale / static_cast<double>(connections);
+}
+
+absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
+  pgreal::PgRunOptions options;
+  const bool existing = flags.Has("conninfo");
+  if (existing) {
+    for (const char* owned : {"bindir", "pg-versions", "shared-buffers", "tcp", "set", "keep", "run-as"}) {
+      if (flags.Has(owned) && flags.Get(owned) != "off") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", owned, " is for a server the tool starts; --conninfo names an existing one"));
+      }
+    }
+    options.conninfo = flags.Get("conninfo");
+    if (flags.Has("postmaster-pid")) {
+      absl::StatusOr<int64_t> pid = flags.GetInt("postmaster-pid", 1, 1 << 22);
+      if (!pid.ok()) return pid.status();
+      options.postmaster_pid = static_cast<pid_t>(*pid);
+    }
+  } else {
+    if (flags.Has("postmaster-pid")) return absl::InvalidArgumentError("--postmaster-pid goes with --conninfo");
+    if (flags.Has("bindir") && flags.Has("pg-versions")) {
+      return absl::InvalidArgumentError("--bindir and --pg-versions both name the servers: give one");
+    }
+    if (flags.Has("bindir")) {
+      absl::StatusOr<pgreal::Installation> i = pgreal::InstallationAt(flags.Get("bindir"));
+      if (!i.ok()) return i.status();
+      options.installations.push_back(*i);
+    } else if (flags.Has("pg-versions")) {
+      absl::StatusOr<std::vector<std::string>> versions = flags.GetList("pg-versions");
+      if (!versions.ok()) return versions.status();
+      for (const std::string& v : *versions) {
+        int major;
+        if (!absl::SimpleAtoi(v, &major) || major < 10 || major > 18) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("--pg-versions: ", Quoted(v), " is not a major version from 10 to 18"));
+        }
+        absl::StatusOr<pgreal::Installation> i = pgreal::InstallationOfMajor(major, pgreal::FetchedPostgresDir());
+        if (!i.ok()) return i.status();
+        options.installations.push_back(*i);
+      }
+    } else {
+      absl::StatusOr<pgreal::Installation> i = pgreal::DefaultInstallation();
+      if (!i.ok()) return i.status();
+      options.installations.push_back(*i);
+    }
+    absl::StatusOr<std::vector<std::string>> sizes =
+        flags.Has("shared-buffers") ? flags.GetList("shared-buffers")
+                                    : absl::StatusOr<std::vector<std::string>>(std::vector<std::string>{"128MB", "8GB"});
+    if (!sizes.ok()) return sizes.status();
+    for (const std::string& text : *sizes) {
+      absl::StatusOr<buffers::SharedBuffers> size = buffers::ParseSharedBuffers(text);
+      if (!size.ok()) return absl::InvalidArgumentError(absl::StrCat("--shared-buffers: ", size.status().message()));
+      for (int64_t seen : options.shared_buffers) {
+        if (seen == static_cast<int64_t>(size->bytes)) {
+          return absl::InvalidArgumentError(absl::StrCat("--shared-buffers: ", Quoted(text), " given twice"));
+        }
+      }
+      options.shared_buffers.push_back(static_cast<int64_t>(size->bytes));
+    }
+    if (geteuid() != 0 && flags.Has("run-as")) {
+      return absl::InvalidArgumentError("--run-as needs root: otherwise the server runs as you");
+    }
+    if (flags.Has("run-as")) options.server.run_as = flags.Get("run-as");
+    absl::StatusOr<bool> tcp = flags.GetBool("tcp");
+    absl::StatusOr<bool> keep = flags.GetBool("keep");
+    if (!tcp.ok()) return tcp.status();
+    if (!keep.ok()) return keep.status();
+    options.server.tcp = *tcp;
+    options.server.keep = *keep;
+    if (flags.Has("set")) {
+      for (absl::string_view item : absl::StrSplit(flags.Get("set"), ',')) {
+        const size_t eq = item.find('=');
+        if (eq == absl::string_view::npos || eq == 0) {
+          return absl::InvalidArgumentError(absl::StrCat("--set: ", Quoted(std::string(item)), " is not NAME=VALUE"));
+        }
+        std::string name(item.substr(0, eq));
+        if (absl::Status s = pgreal::ValidateOverride(name); !s.ok()) return s;
+        options.server.overrides.emplace_back(std::move(name), std::string(item.substr(eq + 1)));
+      }
+    }
+  }
+  absl::StatusOr<int64_t> rounds = flags.GetInt("rounds", 1, 1000);
+  absl::StatusOr<int64_t> clients = flags.GetInt("clients", 1, 1000);
+  absl::StatusOr<int64_t> warmup = flags.GetInt("warmup", 0, 1'000'000);
+  absl::StatusOr<bool> counters = flags.GetBool("server-counters");
+  for (const absl::Status& s : {rounds.status(), clients.status(), warmup.status(), counters.status()}) {
+    if (!s.ok()) return s;
+  }
+  options.rounds = *rounds;
+  options.loop.clients = static_cast<int>(*clients);
+  options.loop.warmup = *warmup;
+  options.server_counters = *counters;
+  options.server.max_connections = options.loop.clients + 5;
+  if (flags.Has("connections") && flags.Has("duration")) {
+    return absl::InvalidArgumentError("--connections and --duration both end a run: give one");
+  }
+  if (flags.Has("duration")) {
+    absl::StatusOr<int64_t> ms = ParseDurationMs(flags.Get("duration"));
+    if (!ms.ok()) return ms.status();
+    options.loop.duration_ns = *ms * 1'000'000;
+  } else {
+    absl::StatusOr<int64_t> n = flags.Has("connections") ? flags.GetInt("connections", 1, 100'000'000) : 300;
+    if (!n.ok()) return n.status();
+    options.loop.connections = *n;
+  }
+  options.loop.query = flags.Get("query");
+  return options;
+}
+
+nlohmann::json SettingsJson(const pgreal::Settings& settings) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, value] : settings) j[name] = value;
+  return j;
+}
+
+}  // namespace
+
+std::string PgUsage() {
+  return absl::StrCat(
+      "usage: backendlab pg [flags]\n"
+      "Connect/disconnect loops (like pgbench -C) through libpq against real PostgreSQL servers started\n"
+      "by the tool (one per version x shared_buffers, interleaved over rounds), or an existing one:\n"
+      "conn/s, connect latency, and the server's CPU, faults, context switches and syscalls per connection.\n\n",
+      FlagsHelp(kFlags));
+}
+
+absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) {
+  absl::StatusOr<Flags> flags = Flags::Parse(args, kFlags);
+  if (!flags.ok()) return flags.status();
+  absl::StatusOr<pgreal::PgRunOptions> options = OptionsFromFlags(*flags);
+  if (!options.ok()) return options.status();
+  if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;
+  const bool progress = isatty(STDERR_FILENO);
+  if (progress) {
+    options->progress = [](const std::string& line) { std::fprintf(stderr, "\r%s\033[K", line.c_str()); };
+  }
+  absl::StatusOr<pgreal::PgResult> result = pgreal::RunPg(*options);
+  if (progress) std::fprintf(stderr, "\r\033[K");
+  if (!result.ok()) return result.status();
+
+  nlohmann::json header = MachineHeader();
+  out << "backendlab pg: "
+      << (options->conninfo.empty() ? absl::StrCat(result->targets.size(), " server(s) started by the tool")
+                                    : std::string("an existing server (--conninfo)"))
+      << absl::StrFormat(", %d client(s), %s per run, %d round(s) interleaved%s\n", options->loop.clients,
+                         options->loop.connections > 0 ? absl::StrCat(options->loop.connections, " connections")
+                                                       : absl::StrCat(options->loop.duration_ns / 1'000'000, " ms"),
+                         options->rounds, options->loop.query.empty() ? ", no query" : ", a query per connection");
+  out << MachineLine(header) << "\n";
+  for (const pgreal::Installation& i : options->installations) {
+    out << "PostgreSQL " << i.version << ": " << i.build << ", " << i.bindir << "\n";
+  }
+  if (!result->targets.empty() && !result->targets[0].settings.empty()) {
+    out << "settings:";
+    for (const auto& [name, value] : result->targets[0].settings) {
+      if (name != "shared_buffers") out << " " << name << "=" << value;
+    }
+    out << "\n";
+  }
+  out << "\n";
+
+  Report report({{"server", "server"},
+                 {"version", ""},
+                 {"build", ""},
+                 {"shared_buffers_bytes", ""},
+                 {"connections_per_second", "conn/s"},
+                 {"us_per_connection", "us/conn"},
+                 {"connect_p50_us", "connect p50"},
+                 {"connect_p90_us", "p90"},
+                 {"connect_p99_us", "p99"},
+                 {"client_cpu_us", "client CPU us"},
+                 {"server_cpu_us", "server CPU us"},
+                 {"server_task_clock_us", "task-clock us"},
+                 {"server_page_faults", "faults"},
+                 {"server_minor_faults", "minor"},
+                 {"server_major_faults", "major", 2},
+                 {"server_context_switches", "ctx sw"},
+                 {"server_syscalls", "syscalls"},
+                 {"connections", ""}});
+  for (const pgreal::PgTargetResult& t : result->targets) {
+    const double rate = Summarize(t.rates).median;
+    const Summary connect = t.loop.connect_ns.Summarize(1e-3);
+    const int64_t n = t.loop.connections;
+    auto event = [&](size_t i, double scale = 1) {
+      return t.server_events.size() > i ? PerConnection(t.server_events[i], n, scale) : Cell{};
+    };
+    report.AddRow({t.label, t.installation.version, t.installation.build,
+                   t.shared_buffers_bytes > 0 ? Cell{t.shared_buffers_bytes} : Cell{}, rate,
+                   rate > 0 ? Cell{1e6 / rate} : Cell{}, connect.median, connect.p90, connect.p99,
+                   PerConnection(t.loop.client.cpu_ns, n, 1e-3),
+                   t.proc_available ? PerConnection(t.server_cpu_ns, n, 1e-3) : Cell{}, event(0, 1e-3), event(1),
+                   t.proc_available ? PerConnection(t.server_minor_faults, n) : Cell{},
+                   t.proc_available ? PerConnection(t.server_major_faults, n) : Cell{}, event(2), event(3), n});
+  }
+  report.PrintText(out);
+  out << "per connection; conn/s is the median of the rounds, the rest over every measured connection.\n"
+         "server: the postmaster and every backend it forked in the run (perf counters inherited: task-clock,\n"
+         "faults, ctx sw, syscalls; the kernel's own accounting of reaped children: server CPU, minor, major).\n";
+  if (!result->server_figures_note.empty()) out << "server-side figures " << result->server_figures_note << "\n";
+  if (!options->server_counters) out << "server counters off (--server-counters=off): their columns are empty.\n";
+  if (!result->targets.empty()) {
+    for (const std::string& why : result->targets[0].server_events_unavailable) out << why << "\n";
+  }
+
+  header["command"] = "pg";
+  header["clients"] = options->loop.clients;
+  header["rounds"] = options->rounds;
+  header["query"] = options->loop.query;
+  header["server_counters"] = options->server_counters;
+  if (!result->targets.empty()) header["settings"] = SettingsJson(result->targets[0].settings);
+  report.SetHeader(header);
+  return report.WriteFiles(flags->Get("json"), flags->Get("csv"));
+}
+
+}  // namespace backendlab::tools
