@@ -52,7 +52,9 @@ class Loop {
   bool MayStart() const {
     if (started_ < options_.warmup) return true;
     if (options_.connections > 0) return started_ < options_.warmup + options_.connections;
-    return measuring_ && NowNs() < deadline_ns_;
+    // The first measured connection starts the clock (Start); then the
+    // deadline counts.
+    return !measuring_ || NowNs() < deadline_ns_;
   }
   absl::Status Start(Client& c);
   // One step of a client whose socket is ready; may finish the connection.
