@@ -350,6 +350,8 @@ absl::Status Server::Stop() {
       result = absl::InternalError(absl::StrCat("the server did not stop (SIGINT, then SIGQUIT) and was killed; "
                                                 "its log ends:", LogTail()));
     } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      // It died before the stop (killed): its System V segment is left.
+      if (WIFSIGNALED(status) && shm_id_ >= 0) shmctl(shm_id_, IPC_RMID, nullptr);
       result = absl::InternalError(absl::StrCat("the server's shutdown failed (", internal::DescribeWaitStatus(status),
                                                 "); its log ends:", LogTail()));
     }
