@@ -167,6 +167,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   }
   std::unique_ptr<Server> server(new Server());
   server->options_ = options;
+  server->user_ = user;
   server->keep_ = options.keep;
   const char* tmp = getenv("TMPDIR");
   std::string dir = absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/backendlab-pg.XXXXXX");
@@ -266,12 +267,10 @@ absl::Status Server::Launch() {
     argv.push_back("-c");
     argv.push_back(name + "=" + value);
   }
-  std::optional<User> user;
-  if (geteuid() == 0) user = *internal::LookUpUser(options.run_as);
   const std::string log = dir_ + "/server.log";
   // Should the tool die without stopping it (SIGKILL), the postmaster gets
   // SIGINT: a fast shutdown that removes its shared memory and socket.
-  absl::StatusOr<pid_t> pid = internal::Spawn(argv, {user, log, SIGINT});
+  absl::StatusOr<pid_t> pid = internal::Spawn(argv, {user_, log, SIGINT});
   if (!pid.ok()) return pid.status();
   pid_ = *pid;
   conninfo_ = absl::StrCat("host=", ConninfoValue(dir_), " port=", port_, " user=postgres dbname=postgres");

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "pgreal/installation.h"
+#include "pgreal/internal/processes.h"
 
 namespace backendlab::pgreal {
 
@@ -100,6 +101,7 @@ class Server {
   absl::Status Launch();
 
   ServerOptions options_;
+  std::optional<internal::User> user_;  // the server's user when the tool is root, looked up once
   std::string password_;
   std::string dir_;
   pid_t pid_ = -1;
