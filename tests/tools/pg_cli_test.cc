@@ -43,6 +43,21 @@ std::vector<pid_t> ProcessesMentioning(const std::string& text) {
   return found;
 }
 
+// System V segments whose creator was `pid` (/proc/sysvipc/shm: key shmid
+// perms size cpid ...). A postmaster's segment must go with it.
+std::vector<int> SegmentsCreatedBy(pid_t pid) {
+  std::vector<int> found;
+  std::ifstream in("/proc/sysvipc/shm");
+  std::string line;
+  std::getline(in, line);  // the column names
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    long key = 0, shmid = 0, perms = 0, size = 0, cpid = 0;
+    if (fields >> key >> shmid >> perms >> size >> cpid && cpid == pid) found.push_back(static_cast<int>(shmid));
+  }
+  return found;
+}
+
 class PgCliTest : public CliTest {
  protected:
   void SetUp() override {
@@ -63,6 +78,21 @@ class PgCliTest : public CliTest {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     EXPECT_TRUE(ProcessesMentioning(tmpdir_).empty()) << "a server process outlived the tool";
+  }
+  // The postmaster of the server the tool started: the one process named
+  // postgres whose command line names the tool's directory (a backend
+  // rewrites its command line).
+  pid_t WaitForPostmaster() {
+    for (int i = 0; i < 400; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      for (pid_t pid : ProcessesMentioning(tmpdir_)) {
+        std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+        std::string name;
+        comm >> name;
+        if (name == "postgres") return pid;
+      }
+    }
+    return 0;
   }
   std::vector<std::string> Small(std::vector<std::string> args) {
     return WithDefaults(std::move(args), {"--connections=20", "--warmup=2", "--rounds=1", "--shared-buffers=128MB"});
@@ -121,41 +151,31 @@ TEST_F(PgCliTest, ConninfoThatCannotConnectIsARunFailure) {
 TEST_F(PgCliTest, AServerKilledMidRunIsReportedAndNothingIsLeft) {
   test_util::SpawnedTool tool({BACKENDLAB_CLI_PATH, "pg", "--duration=60s", "--rounds=1", "--shared-buffers=128MB"}, dir_);
   // Wait for the postmaster, then kill it outright.
-  std::vector<pid_t> server;
-  for (int i = 0; i < 400 && server.empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    for (pid_t pid : ProcessesMentioning(tmpdir_)) {
-      std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-      std::string name;
-      comm >> name;
-      if (name == "postgres") server.push_back(pid);
-    }
-  }
-  ASSERT_FALSE(server.empty()) << "no server started";
+  const pid_t postmaster = WaitForPostmaster();
+  ASSERT_NE(postmaster, 0) << "no server started";
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  ASSERT_EQ(kill(server[0], SIGKILL), 0);
+  ASSERT_FALSE(SegmentsCreatedBy(postmaster).empty()) << "the server's System V segment is where the test looks";
+  ASSERT_EQ(kill(postmaster, SIGKILL), 0);
   const std::optional<int> code = tool.WaitFor(std::chrono::seconds(60));
   ASSERT_TRUE(code.has_value()) << "the tool did not end after its server died";
   EXPECT_TRUE(WIFEXITED(*code) && WEXITSTATUS(*code) == 1) << *code;
   const std::string err = test_util::ReadFile(dir_ + "/stderr");
   EXPECT_NE(err.find("server"), std::string::npos) << err;
   ExpectNoServerLeft();
+  EXPECT_TRUE(SegmentsCreatedBy(postmaster).empty()) << "the killed server's System V segment was left";
 }
 
 TEST_F(PgCliTest, InterruptStopsTheServerAndRemovesIt) {
   test_util::SpawnedTool tool({BACKENDLAB_CLI_PATH, "pg", "--duration=60s", "--rounds=1", "--shared-buffers=128MB"}, dir_);
-  bool running = false;
-  for (int i = 0; i < 400 && !running; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    running = !ProcessesMentioning(tmpdir_).empty();
-  }
-  ASSERT_TRUE(running) << "no server started";
+  const pid_t postmaster = WaitForPostmaster();
+  ASSERT_NE(postmaster, 0) << "no server started";
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   ASSERT_EQ(kill(tool.pid(), SIGINT), 0);
   const std::optional<int> code = tool.WaitFor(std::chrono::seconds(60));
   ASSERT_TRUE(code.has_value());
   EXPECT_TRUE(WIFEXITED(*code) && WEXITSTATUS(*code) == 130) << *code;
   ExpectNoServerLeft();
+  EXPECT_TRUE(SegmentsCreatedBy(postmaster).empty()) << "the server's System V segment was left";
 }
 
 }  // namespace
