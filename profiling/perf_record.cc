@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
@@ -35,6 +37,9 @@ constexpr auto kStopGrace = std::chrono::seconds(10);
 // How often the wait for a child looks at the stop request: a signal that
 // arrives between a look and the next wait is seen this late, at worst.
 constexpr int kPollMs = 20;
+// How long perf may take to acknowledge a control command: on "enable" it
+// has first to synthesize every existing task from /proc.
+constexpr auto kAckTimeout = std::chrono::seconds(60);
 
 absl::StatusOr<std::string> FindInPath(const std::string& program) {
   const char* path = std::getenv("PATH");
@@ -59,14 +64,18 @@ void FormatPid(pid_t pid, char* out) {
   out[n] = '\0';
 }
 
-// Runs argv with stdout into `stdout_path`, or captured into *captured when
-// the path is empty; stderr passes through. The child dies with this
-// process (PR_SET_PDEATHSIG: SIGKILL) and finds its own pid in kDieWithParentEnv, for
-// a child of its own to die with it. The exit status (128 + signal when
-// killed by one); Cancelled when a stop was requested meanwhile: the child
-// was told to stop with SIGTERM and reaped.
-absl::StatusOr<int> RunChild(const std::vector<std::string>& argv, const std::string& stdout_path,
-                             std::string* captured) {
+// A child started by SpawnChild: its pid, and the read end of its stdout
+// when that is captured (-1 otherwise).
+struct Child {
+  pid_t pid = -1;
+  int out_fd = -1;
+};
+
+// Starts argv with stdout into `stdout_path`, or into a pipe for AwaitChild
+// to capture when `capture` is set; stderr passes through. The child dies
+// with this process (PR_SET_PDEATHSIG: SIGKILL) and finds its own pid in
+// kDieWithParentEnv, for a child of its own to die with it.
+absl::StatusOr<Child> SpawnChild(const std::vector<std::string>& argv, const std::string& stdout_path, bool capture) {
   // Everything the child needs is prepared here: after fork it only fills
   // in its pid and execs.
   std::vector<char*> args;
@@ -81,7 +90,7 @@ absl::StatusOr<int> RunChild(const std::vector<std::string>& argv, const std::st
   env.push_back(die_with.data());
   env.push_back(nullptr);
   int pipe_fds[2] = {-1, -1};
-  if (stdout_path.empty() && pipe2(pipe_fds, O_CLOEXEC) != 0) {
+  if (capture && pipe2(pipe_fds, O_CLOEXEC) != 0) {
     return absl::UnavailableError(absl::StrCat("pipe: ", std::strerror(errno)));
   }
   const pid_t parent = getpid();
@@ -97,7 +106,7 @@ absl::StatusOr<int> RunChild(const std::vector<std::string>& argv, const std::st
     sigprocmask(SIG_SETMASK, &none, nullptr);  // a blocked signal would stay blocked across exec
     signal(SIGPIPE, SIG_DFL);  // an ignored signal would stay ignored across exec (the tool ignores SIGPIPE)
     FormatPid(getpid(), die_with.data() + prefix.size());
-    const int fd = stdout_path.empty() ? pipe_fds[1] : open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int fd = capture ? pipe_fds[1] : open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) _exit(127);
     execve(args[0], args.data(), env.data());
     const char* why = std::strerror(errno);
@@ -114,9 +123,20 @@ absl::StatusOr<int> RunChild(const std::vector<std::string>& argv, const std::st
     if (pipe_fds[0] >= 0) close(pipe_fds[0]);
     return absl::UnavailableError(absl::StrCat("fork: ", std::strerror(fork_errno)));
   }
-  int out_fd = pipe_fds[0];
-  bool told_to_stop = false;
-  std::chrono::steady_clock::time_point kill_at = std::chrono::steady_clock::time_point::max();
+  return Child{pid, pipe_fds[0]};
+}
+
+// Waits for `child`, appending what it writes to *captured (when its stdout
+// is captured), and reaps it. A stop request meanwhile (base/interrupt.h)
+// tells it to stop with SIGTERM, and a child told to stop (here, or by the
+// caller before: `told_to_stop`) is SIGKILLed after kStopGrace. The exit
+// status (128 + signal when killed by one); Cancelled when a stop was
+// requested, `what` naming the child.
+absl::StatusOr<int> AwaitChild(Child child, const std::string& what, std::string* captured, bool told_to_stop) {
+  const pid_t pid = child.pid;
+  int out_fd = child.out_fd;
+  std::chrono::steady_clock::time_point kill_at =
+      told_to_stop ? std::chrono::steady_clock::now() + kStopGrace : std::chrono::steady_clock::time_point::max();
   int status = 0;
   for (;;) {
     if (out_fd >= 0) {
@@ -159,11 +179,16 @@ absl::StatusOr<int> RunChild(const std::vector<std::string>& argv, const std::st
     }
     close(out_fd);
   }
-  if (StopRequested()) {
-    return absl::CancelledError(absl::StrCat("interrupted: ", argv.size() > 1 ? argv[0] + " " + argv[1] : argv[0],
-                                             " stopped, every process reaped"));
-  }
+  if (StopRequested()) return absl::CancelledError(absl::StrCat("interrupted: ", what, " stopped, every process reaped"));
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Runs argv to its end: SpawnChild, then AwaitChild.
+absl::StatusOr<int> RunChild(const std::vector<std::string>& argv, const std::string& stdout_path,
+                             std::string* captured) {
+  absl::StatusOr<Child> child = SpawnChild(argv, stdout_path, stdout_path.empty());
+  if (!child.ok()) return child.status();
+  return AwaitChild(*child, argv.size() > 1 ? argv[0] + " " + argv[1] : argv[0], captured, /*told_to_stop=*/false);
 }
 
 }  // namespace
@@ -177,6 +202,116 @@ void DieWithParentIfAsked() {
   if (getppid() != parent) _exit(StopExitCode(SIGTERM));  // it died before prctl took effect
 }
 
+namespace {
+
+std::string ParanoidText() {
+  const std::optional<int> level = PerfEventParanoid();
+  return level ? absl::StrCat(*level) : std::string("unknown");
+}
+
+// Writes `command` to perf's control fifo and waits for its "ack". perf
+// ending meanwhile is Unavailable with its exit status (*ended set, perf
+// reaped); a stop request is Cancelled (perf not yet told).
+absl::Status ControlPerf(pid_t perf, int ctl_fd, int ack_fd, const std::string& command, bool* ended) {
+  const std::string line = absl::StrCat(command, "\n");
+  if (write(ctl_fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    return absl::UnavailableError(absl::StrCat("writing perf's control fifo: ", std::strerror(errno)));
+  }
+  const auto give_up = std::chrono::steady_clock::now() + kAckTimeout;
+  std::string reply;
+  while (reply.find('\n') == std::string::npos) {
+    if (StopRequested()) return absl::CancelledError("interrupted: perf record stopped, every process reaped");
+    int status = 0;
+    if (waitpid(perf, &status, WNOHANG) == perf) {
+      *ended = true;
+      return absl::UnavailableError(absl::StrCat(
+          "perf record -a ended before it recorded (exit ",
+          WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+          "; its message is above). Recording every CPU needs root, CAP_PERFMON or "
+          "sysctl kernel.perf_event_paranoid=0 (now ",
+          ParanoidText(), ")"));
+    }
+    if (std::chrono::steady_clock::now() > give_up) {
+      return absl::UnavailableError(absl::StrCat("perf record did not acknowledge \"", command, "\" within ",
+                                                 kAckTimeout.count(), " s"));
+    }
+    pollfd p = {ack_fd, POLLIN, 0};
+    if (poll(&p, 1, kPollMs) > 0) {
+      char buf[64];
+      const ssize_t n = read(ack_fd, buf, sizeof buf);
+      if (n > 0) reply.append(buf, static_cast<size_t>(n));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<SystemWideRecording> RecordSystemWide(const SystemWideRecordOptions& options,
+                                                     const std::function<absl::Status()>& workload) {
+  absl::StatusOr<std::string> perf = FindInPath("perf");
+  if (!perf.ok()) return absl::FailedPreconditionError("perf is not installed (Debian: apt-get install linux-perf)");
+  SystemWideRecording recording;
+  recording.data_path = absl::StrCat(options.work_dir, "/perf.data");
+  const std::string ctl_path = absl::StrCat(options.work_dir, "/perf-ctl.fifo");
+  const std::string ack_path = absl::StrCat(options.work_dir, "/perf-ack.fifo");
+  for (const std::string& fifo : {ctl_path, ack_path}) {
+    if (mkfifo(fifo.c_str(), 0600) != 0) {
+      return absl::UnavailableError(absl::StrCat("mkfifo ", fifo, ": ", std::strerror(errno)));
+    }
+  }
+  // Opened read-write on this side so that neither open blocks on perf,
+  // which may fail before it opens its ends.
+  const int ctl_fd = open(ctl_path.c_str(), O_RDWR | O_CLOEXEC);
+  const int ack_fd = open(ack_path.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK);
+  auto close_fifos = [&] {
+    if (ctl_fd >= 0) close(ctl_fd);
+    if (ack_fd >= 0) close(ack_fd);
+  };
+  if (ctl_fd < 0 || ack_fd < 0) {
+    close_fifos();
+    return absl::UnavailableError(absl::StrCat("opening perf's control fifos: ", std::strerror(errno)));
+  }
+  recording.record_command = {*perf, "record", "-q", "-a", "-e", "cpu-clock", "-F", absl::StrCat(options.frequency_hz),
+                              absl::StrCat("--call-graph=", options.call_graph), "-D", "-1",
+                              absl::StrCat("--control=fifo:", ctl_path, ",", ack_path), "-o", recording.data_path};
+  absl::StatusOr<Child> child =
+      SpawnChild(recording.record_command, absl::StrCat(options.work_dir, "/perf-record.out"), false);
+  if (!child.ok()) {
+    close_fifos();
+    return child.status();
+  }
+  bool ended = false;
+  absl::Status run = ControlPerf(child->pid, ctl_fd, ack_fd, "enable", &ended);
+  const auto started = std::chrono::steady_clock::now();
+  if (run.ok()) {
+    run = workload();
+    bool disabled_ended = false;
+    absl::Status disabled = ControlPerf(child->pid, ctl_fd, ack_fd, "disable", &disabled_ended);
+    ended = ended || disabled_ended;
+    if (run.ok()) run = disabled;
+  }
+  recording.recorded_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  close_fifos();
+  if (ended) return run;  // perf already reaped
+  // SIGINT is how perf record is asked to finish writing its data; it then
+  // re-raises it, so it ends "killed by SIGINT".
+  kill(child->pid, SIGINT);
+  absl::StatusOr<int> recorded = AwaitChild(*child, "perf record", nullptr, /*told_to_stop=*/true);
+  if (!run.ok()) return run;
+  if (!recorded.ok()) return recorded.status();
+  if (*recorded != 0 && *recorded != 128 + SIGINT) {
+    return absl::UnavailableError(absl::StrCat("perf record failed (exit ", *recorded, "; its message is above)"));
+  }
+  absl::StatusOr<int> scripted =
+      RunChild({*perf, "script", "-i", recording.data_path, "--no-inline", "--show-task-events", "-F",
+                "comm,pid,tid,time,event,ip,sym,dso"},
+               "", &recording.script);
+  if (!scripted.ok()) return scripted.status();
+  if (*scripted != 0) return absl::UnavailableError(absl::StrCat("perf script failed (exit ", *scripted, ")"));
+  return recording;
+}
+
 absl::StatusOr<FoldedStacks> RecordUnderPerf(const PerfRecordOptions& options,
                                              const std::function<void(const std::vector<std::string>&)>& on_start) {
   absl::StatusOr<std::string> perf = FindInPath("perf");
@@ -188,10 +323,9 @@ absl::StatusOr<FoldedStacks> RecordUnderPerf(const PerfRecordOptions& options,
   absl::StatusOr<int> recorded = RunChild(argv, options.output_path, nullptr);
   if (!recorded.ok()) return recorded.status();
   if (*recorded != 0) {
-    const std::optional<int> level = PerfEventParanoid();
     return absl::UnavailableError(absl::StrCat(
         "perf record failed (exit ", *recorded, "; its message is above). If the kernel refused: as root, or with "
-        "sysctl kernel.perf_event_paranoid=1 (now ", level ? absl::StrCat(*level) : std::string("unknown"),
+        "sysctl kernel.perf_event_paranoid=1 (now ", ParanoidText(),
         "); the workload's own output is in ", options.output_path));
   }
   std::string script;

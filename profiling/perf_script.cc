@@ -2,8 +2,11 @@
 #include "profiling/perf_script.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -17,6 +20,7 @@ namespace {
 using internal::IsSpace;
 using internal::TakeLine;
 using internal::Trim;
+using internal::TrimRight;
 
 
 bool IsDigits(std::string_view s) {
@@ -36,23 +40,104 @@ bool IsPidToken(std::string_view token) {
   return IsDigits(token.substr(0, slash)) && IsDigits(token.substr(slash + 1));
 }
 
-// The comm of a header line: everything before the first pid token, since a
-// comm may itself contain spaces ("Web Content").
-std::optional<std::string> CommOf(std::string_view header) {
+struct Header {
+  std::string comm;
+  int64_t pid = -1;
+  int64_t tid = -1;
+  std::string_view rest;  // after the pid token: "TIME: EVENT: ..."
+};
+
+int64_t ToInt(std::string_view digits) {
+  int64_t value = 0;
+  for (char c : digits) value = value * 10 + (c - '0');
+  return value;
+}
+
+// The comm, pid and tid of a header line: the comm is everything before the
+// first pid token, since a comm may itself contain spaces ("Web Content").
+std::optional<Header> HeaderOf(std::string_view header) {
   size_t pos = 0;
   while (pos < header.size()) {
     while (pos < header.size() && IsSpace(header[pos])) ++pos;
     size_t end = pos;
     while (end < header.size() && !IsSpace(header[end])) ++end;
-    if (pos > 0 && IsPidToken(header.substr(pos, end - pos))) {
-      std::string comm(Trim(header.substr(0, pos)));
-      std::replace(comm.begin(), comm.end(), ' ', '_');
-      std::replace(comm.begin(), comm.end(), '\t', '_');
-      return comm;
+    const std::string_view token = header.substr(pos, end - pos);
+    if (pos > 0 && IsPidToken(token)) {
+      Header h;
+      h.comm = std::string(Trim(header.substr(0, pos)));
+      std::replace(h.comm.begin(), h.comm.end(), ' ', '_');
+      std::replace(h.comm.begin(), h.comm.end(), '\t', '_');
+      const size_t slash = token.find('/');
+      h.pid = ToInt(token.substr(0, slash));
+      h.tid = slash == std::string_view::npos ? h.pid : ToInt(token.substr(slash + 1));
+      h.rest = header.substr(end);
+      return h;
     }
     pos = end;
   }
   return std::nullopt;
+}
+
+// The "SECONDS.FRACTION:" token of a header's rest, 0 without one.
+double TimeOf(std::string_view rest) {
+  rest = Trim(rest);
+  const size_t colon = rest.find(':');
+  if (colon == std::string_view::npos) return 0;
+  const std::string token(rest.substr(0, colon));
+  char* end = nullptr;
+  const double seconds = std::strtod(token.c_str(), &end);
+  return end == token.c_str() + token.size() ? seconds : 0;
+}
+
+// "A:B" -> {A, B}, both decimal.
+std::optional<std::pair<int64_t, int64_t>> IdPair(std::string_view s, char separator) {
+  const size_t sep = s.find(separator);
+  if (sep == std::string_view::npos || !IsDigits(s.substr(0, sep)) || !IsDigits(s.substr(sep + 1))) {
+    return std::nullopt;
+  }
+  return std::make_pair(ToInt(s.substr(0, sep)), ToInt(s.substr(sep + 1)));
+}
+
+// The task record in a header's rest, if it holds one: nullopt for a
+// sample; an event with pid -1 for a PERF_RECORD_ this reader skips;
+// InvalidArgument for a malformed FORK, EXIT or COMM record.
+absl::StatusOr<std::optional<PerfTaskEvent>> TaskRecordOf(std::string_view rest) {
+  constexpr std::string_view kRecord = "PERF_RECORD_";
+  const size_t at = rest.find(kRecord);
+  if (at == std::string_view::npos) return std::optional<PerfTaskEvent>();
+  std::string_view record = TrimRight(rest.substr(at + kRecord.size()));
+  PerfTaskEvent event;
+  const absl::Status malformed = absl::InvalidArgumentError("malformed task record");
+  if (record.starts_with("FORK(") || record.starts_with("EXIT(")) {
+    event.kind = record.starts_with("FORK(") ? PerfTaskEvent::Kind::kFork : PerfTaskEvent::Kind::kExit;
+    // "FORK(PID:TID):(PPID:PTID)"
+    const size_t close1 = record.find(')');
+    const size_t open2 = record.find('(', close1 == std::string_view::npos ? record.size() : close1);
+    const size_t close2 = record.find(')', open2 == std::string_view::npos ? record.size() : open2);
+    if (close1 == std::string_view::npos || open2 == std::string_view::npos || close2 == std::string_view::npos) {
+      return malformed;
+    }
+    const auto self = IdPair(record.substr(5, close1 - 5), ':');
+    const auto parent = IdPair(record.substr(open2 + 1, close2 - open2 - 1), ':');
+    if (!self || !parent) return malformed;
+    std::tie(event.pid, event.tid) = *self;
+    std::tie(event.parent_pid, event.parent_tid) = *parent;
+    return std::optional<PerfTaskEvent>(event);
+  }
+  if (record.starts_with("COMM")) {
+    // "COMM: NAME:PID/TID" or "COMM exec: NAME:PID/TID"; NAME may hold ':'.
+    const size_t colon = record.find(": ");
+    const size_t last = record.rfind(':');
+    if (colon == std::string_view::npos || last == std::string_view::npos || last <= colon + 1) return malformed;
+    const auto ids = IdPair(record.substr(last + 1), '/');
+    if (!ids) return malformed;
+    event.kind = PerfTaskEvent::Kind::kComm;
+    std::tie(event.pid, event.tid) = *ids;
+    event.comm = std::string(record.substr(colon + 2, last - colon - 2));
+    return std::optional<PerfTaskEvent>(event);
+  }
+  event.pid = -1;  // another record (MMAP, LOST, ...): neither a sample nor a task event
+  return std::optional<PerfTaskEvent>(event);
 }
 
 // "/usr/lib/libc.so.6" -> "[libc.so.6]", as the symbolizer names a frame
@@ -104,20 +189,19 @@ Frame FrameOf(std::string_view frame_line) {
 
 }  // namespace
 
-absl::StatusOr<FoldedStacks> ParsePerfScript(std::string_view text, const PerfScriptOptions& options) {
-  FoldedStacks result;
-  std::optional<std::string> comm;  // set while inside a sample
+absl::Status ForEachPerfScriptRecord(std::string_view text, const PerfScriptOptions& options,
+                                     const std::function<void(PerfScriptSample&&)>& on_sample,
+                                     const std::function<void(const PerfTaskEvent&)>& on_task) {
+  std::optional<PerfScriptSample> sample;  // set while inside a sample
   std::vector<std::string> leaf_first;
   auto finish_sample = [&] {
-    if (!comm.has_value()) return;
-    std::vector<std::string> root_first;
-    root_first.reserve(leaf_first.size() + 1);
-    root_first.push_back(*comm);
-    root_first.insert(root_first.end(), leaf_first.rbegin(), leaf_first.rend());
-    result.Add(root_first, 1);
-    comm.reset();
+    if (!sample.has_value()) return;
+    sample->frames.assign(leaf_first.rbegin(), leaf_first.rend());
+    if (on_sample) on_sample(std::move(*sample));
+    sample.reset();
     leaf_first.clear();
   };
+  bool in_record = false;  // frame lines after a task record belong to no sample
 
   size_t line_number = 0;
   while (!text.empty()) {
@@ -126,11 +210,13 @@ absl::StatusOr<FoldedStacks> ParsePerfScript(std::string_view text, const PerfSc
 
     if (Trim(line).empty()) {
       finish_sample();
+      in_record = false;
       continue;
     }
     if (line.front() == '#') continue;
     if (IsSpace(line.front())) {
-      if (!comm.has_value()) {
+      if (in_record) continue;
+      if (!sample.has_value()) {
         return absl::InvalidArgumentError(
             absl::StrCat("perf script line ", line_number, ": frame line outside a sample"));
       }
@@ -142,13 +228,44 @@ absl::StatusOr<FoldedStacks> ParsePerfScript(std::string_view text, const PerfSc
     // A header directly after another sample's frames (no blank line) starts
     // a new sample all the same.
     finish_sample();
-    comm = CommOf(line);
-    if (!comm.has_value() || comm->empty()) {
+    in_record = false;
+    std::optional<Header> header = HeaderOf(line);
+    if (!header.has_value() || header->comm.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("perf script line ", line_number, ": sample header without a pid"));
     }
+    absl::StatusOr<std::optional<PerfTaskEvent>> task = TaskRecordOf(header->rest);
+    if (!task.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("perf script line ", line_number, ": ", task.status().message()));
+    }
+    if (task->has_value()) {
+      in_record = true;
+      (*task)->time = TimeOf(header->rest);
+      if ((*task)->pid >= 0 && on_task) on_task(**task);
+      continue;
+    }
+    sample.emplace();
+    sample->comm = std::move(header->comm);
+    sample->pid = header->pid;
+    sample->tid = header->tid;
   }
   finish_sample();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FoldedStacks> ParsePerfScript(std::string_view text, const PerfScriptOptions& options) {
+  FoldedStacks result;
+  std::vector<std::string> root_first;
+  absl::Status status = ForEachPerfScriptRecord(
+      text, options,
+      [&](PerfScriptSample&& sample) {
+        root_first.clear();
+        root_first.push_back(std::move(sample.comm));
+        for (std::string& f : sample.frames) root_first.push_back(std::move(f));
+        result.Add(root_first, 1);
+      },
+      nullptr);
+  if (!status.ok()) return status;
   return result;
 }
 

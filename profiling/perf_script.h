@@ -2,7 +2,11 @@
 #ifndef BACKENDLAB_PROFILING_PERF_SCRIPT_H_
 #define BACKENDLAB_PROFILING_PERF_SCRIPT_H_
 
+#include <cstdint>
+#include <functional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "profiling/folded_stacks.h"
@@ -30,6 +34,41 @@ struct PerfScriptOptions {
   bool short_names = false;
 };
 absl::StatusOr<FoldedStacks> ParsePerfScript(std::string_view text, const PerfScriptOptions& options = {});
+
+// One sample of `perf script` output, as ParsePerfScript reads it.
+struct PerfScriptSample {
+  std::string comm;  // spaces turned into '_'
+  int64_t pid = -1;
+  int64_t tid = -1;  // == pid when the header has no "pid/tid"
+  std::vector<std::string> frames;  // root first, the comm not among them
+};
+
+// A task record of `perf script --show-task-events`:
+//   "comm PID/TID TIME: PERF_RECORD_FORK(PID:TID):(PPID:PTID)"
+//   "comm PID/TID TIME: PERF_RECORD_EXIT(PID:TID):(PPID:PTID)"
+//   "comm PID/TID TIME: PERF_RECORD_COMM[ exec]: NEWCOMM:PID/TID"
+// (the records perf synthesizes for tasks that existed when it started say
+// 0/0 and time 0 in the header; the fields in the record are what counts).
+struct PerfTaskEvent {
+  enum class Kind { kFork, kExit, kComm };
+  Kind kind = Kind::kFork;
+  int64_t pid = -1;
+  int64_t tid = -1;
+  int64_t parent_pid = -1;  // fork and exit
+  int64_t parent_tid = -1;
+  std::string comm;  // comm: the new name
+  double time = 0;   // seconds, as the header says; 0 for the records perf synthesizes at start
+};
+
+// Reads `perf script` output as ParsePerfScript does, in the order of the
+// text (perf's is time order), calling `on_sample` for each sample and
+// `on_task` for each task record (a header line whose event is
+// "PERF_RECORD_FORK", "_EXIT" or "_COMM"; other PERF_RECORD_ lines are
+// skipped, never counted as samples). Either callback may be empty. A
+// malformed task record is InvalidArgument naming its line.
+absl::Status ForEachPerfScriptRecord(std::string_view text, const PerfScriptOptions& options,
+                                     const std::function<void(PerfScriptSample&&)>& on_sample,
+                                     const std::function<void(const PerfTaskEvent&)>& on_task);
 
 }  // namespace backendlab::profiling
 

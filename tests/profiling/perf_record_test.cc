@@ -11,6 +11,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "base/interrupt.h"
+#include "profiling/perf_events.h"
 #include "gtest/gtest.h"
 #include "tests/test_util/run_program.h"
 #include "tests/test_util/temp_dir.h"
@@ -70,6 +72,60 @@ TEST_F(DieWithParentStartTest, NothingRunsItBeforeMain) {
   const test_util::RunResult r = test_util::RunProgram({"/proc/self/exe", "--gtest_list_tests"}, dir_);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("NothingRunsItBeforeMain"), std::string::npos) << r.out;
+}
+
+// RecordSystemWide needs perf and the right to record every CPU.
+class RecordSystemWideTest : public test_util::TempDirTest {
+ protected:
+  void SetUp() override {
+    test_util::TempDirTest::SetUp();
+    if (std::system("command -v perf >/dev/null 2>&1") != 0) GTEST_SKIP() << "perf is not installed";
+    const std::optional<int> paranoid = PerfEventParanoid();
+    if (geteuid() != 0 && (!paranoid || *paranoid > 0)) {
+      GTEST_SKIP() << "perf record -a needs root or kernel.perf_event_paranoid <= 0";
+    }
+  }
+  SystemWideRecordOptions Options() const {
+    SystemWideRecordOptions options;
+    options.work_dir = dir_;
+    return options;
+  }
+  void TearDown() override {
+    ResetStopRequestForTesting();
+    test_util::TempDirTest::TearDown();
+  }
+};
+
+TEST_F(RecordSystemWideTest, RecordsWhileTheWorkloadRunsWithTaskEvents) {
+  bool ran = false;
+  absl::StatusOr<SystemWideRecording> recording = RecordSystemWide(Options(), [&] {
+    ran = true;
+    return std::system("/bin/true") == 0 ? absl::OkStatus() : absl::InternalError("true failed");
+  });
+  ASSERT_TRUE(recording.ok()) << recording.status();
+  EXPECT_TRUE(ran);
+  EXPECT_NE(recording->script.find("PERF_RECORD_FORK"), std::string::npos);
+  EXPECT_GT(recording->recorded_seconds, 0);
+  int status = 0;
+  EXPECT_EQ(waitpid(-1, &status, WNOHANG), -1) << "a child was left";
+}
+
+TEST_F(RecordSystemWideTest, WorkloadErrorIsReturnedAndPerfReaped) {
+  absl::StatusOr<SystemWideRecording> recording =
+      RecordSystemWide(Options(), [] { return absl::DataLossError("workload broke"); });
+  EXPECT_EQ(recording.status().code(), absl::StatusCode::kDataLoss) << recording.status();
+  int status = 0;
+  EXPECT_EQ(waitpid(-1, &status, WNOHANG), -1) << "a child was left";
+}
+
+TEST_F(RecordSystemWideTest, StopRequestEndsEverything) {
+  absl::StatusOr<SystemWideRecording> recording = RecordSystemWide(Options(), [] {
+    RequestStop(SIGINT);
+    return absl::OkStatus();
+  });
+  EXPECT_EQ(recording.status().code(), absl::StatusCode::kCancelled) << recording.status();
+  int status = 0;
+  EXPECT_EQ(waitpid(-1, &status, WNOHANG), -1) << "a child was left";
 }
 
 }  // namespace

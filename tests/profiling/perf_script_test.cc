@@ -2,6 +2,7 @@
 #include "profiling/perf_script.h"
 
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -100,6 +101,47 @@ TEST(PerfScriptOptionsTest, FoldedTextReadsBackTheSameStacks) {
   absl::StatusOr<FoldedStacks> again = FoldedStacks::Parse(stacks->ToText());
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(*again, *stacks) << stacks->ToText();
+}
+
+// --show-task-events output: task records are events, never samples.
+constexpr char kTaskEvents[] =
+    "process_api     0/0         0.000000: PERF_RECORD_FORK(4109:4109):(1:1)\n"
+    "postgres     0/0         0.000000: PERF_RECORD_COMM: postgres:4109/4109\n"
+    "postgres  4109/4109  20095.734362: PERF_RECORD_FORK(4175:4175):(4109:4109)\n"
+    "postgres  4175/4175  20095.736303: cpu-clock: \n"
+    "\t          44db7a InitializeLatchSupport (/usr/lib/postgresql/15/bin/postgres)\n"
+    "\t          5b0cc3 InitPostmasterChild (/usr/lib/postgresql/15/bin/postgres)\n"
+    "\n"
+    "grep  4172/4172  20095.699766: PERF_RECORD_COMM exec: grep:4172/4172\n"
+    "postgres  4175/4175  20095.770799: PERF_RECORD_EXIT(4175:4175):(4109:4109)\n";
+
+TEST(PerfScriptTest, TaskRecordsAreEventsNotSamples) {
+  std::vector<PerfTaskEvent> events;
+  std::vector<PerfScriptSample> samples;
+  ASSERT_TRUE(ForEachPerfScriptRecord(
+                  kTaskEvents, {}, [&](PerfScriptSample&& s) { samples.push_back(std::move(s)); },
+                  [&](const PerfTaskEvent& e) { events.push_back(e); })
+                  .ok());
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].pid, 4175);
+  EXPECT_EQ(samples[0].tid, 4175);
+  EXPECT_EQ(samples[0].frames, (std::vector<std::string>{"InitPostmasterChild", "InitializeLatchSupport"}));
+  ASSERT_EQ(events.size(), 5u);
+  EXPECT_EQ(events[0].kind, PerfTaskEvent::Kind::kFork);
+  EXPECT_EQ(events[0].pid, 4109);
+  EXPECT_EQ(events[0].parent_pid, 1);
+  EXPECT_EQ(events[0].time, 0);
+  EXPECT_EQ(events[1].kind, PerfTaskEvent::Kind::kComm);
+  EXPECT_EQ(events[1].comm, "postgres");
+  EXPECT_EQ(events[2].pid, 4175);
+  EXPECT_EQ(events[2].parent_pid, 4109);
+  EXPECT_GT(events[2].time, 20095.7);
+  EXPECT_EQ(events[3].comm, "grep");
+  EXPECT_EQ(events[3].pid, 4172);
+  EXPECT_EQ(events[4].kind, PerfTaskEvent::Kind::kExit);
+  absl::StatusOr<FoldedStacks> folded = ParsePerfScript(kTaskEvents);
+  ASSERT_TRUE(folded.ok());
+  EXPECT_EQ(folded->ToText(), "postgres;InitPostmasterChild;InitializeLatchSupport 1\n");
 }
 
 }  // namespace

@@ -1,0 +1,102 @@
+// Where a real PostgreSQL backend's time goes: the one table that maps the
+// functions on a sampled stack to the phase of a connection's life, per
+// major version, and the classifier that applies it.
+//
+// What perf prints for Debian's PostgreSQL 15 (no debug symbols; DWARF
+// unwinding from .eh_frame), seen on the development VM under pgbench -C -S:
+//   - exported functions by name: PostmasterMain, fork_process,
+//     InitPostmasterChild, PostgresMain, BaseInit, InitPostgres,
+//     ClientAuthentication, proc_exit, ...;
+//   - static ones as "[unknown]" (the parser names them "[postgres]", by
+//     their object): ServerLoop (inlined), BackendStartup, BackendRun,
+//     BackendInitialize, ProcessStartupPacket, reaper, CleanupBackend,
+//     ReadCommand. So a backend's stack reads
+//     main;PostmasterMain;[postgres];PostgresMain;InitPostgres;... and its
+//     start-up packet work shows only as frames under PostmasterMain that
+//     no other rule claims — hence the backend-only fallback rule on
+//     PostmasterMain below;
+//   - the postmaster's SIGCHLD handler (reaper) runs on top of __select,
+//     behind two [unknown] signal frames: only its leaves are named
+//     (__wait4, ReleasePostmasterChildSlot, __dcigettext for
+//     CleanupBackend's _("server process")), so those carry the `reap` rules;
+//   - kernel frames by name (copy_process, dup_mmap, do_exit, exit_mmap, ...).
+// A build with symbols (--bindir of a developer's tree) names the static
+// functions too; the rules for them are harmless where they never appear.
+#ifndef BACKENDLAB_PGREAL_PHASE_RULES_H_
+#define BACKENDLAB_PGREAL_PHASE_RULES_H_
+
+#include <ostream>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace backendlab::pgreal {
+
+// The phase words, in the order reports list them; the mock's where it has
+// one (fork, work, exit, teardown, reap). kUnclaimed is not a phase: a
+// sample no rule claims, always reported.
+inline constexpr std::string_view kPhaseNames[] = {
+    "accept", "fork", "startup", "auth", "init", "work", "exit", "teardown", "reap", "postmaster-other", "aux"};
+inline constexpr std::string_view kUnclaimed = "unclaimed";
+
+// Which processes a rule applies to. A sample's process role is
+// "postmaster", "backend" or an auxiliary process's name (anything else).
+enum class RuleScope { kAny, kPostmaster, kBackend, kAux };
+std::string_view RuleScopeName(RuleScope scope);
+
+// The process roles ProfileServer gives the root frame of a stack.
+inline constexpr std::string_view kPostmasterRole = "postmaster";
+inline constexpr std::string_view kBackendRole = "backend";
+RuleScope ScopeOfRole(std::string_view role);
+
+// function == kAnyFrame matches every sample of its scope that no frame rule
+// claimed (used for auxiliary processes, whose internals are not phases of
+// a connection).
+inline constexpr std::string_view kAnyFrame = "*";
+
+struct PhaseRule {
+  std::string_view function;  // exact short name as perf prints it (kernel or user), or kAnyFrame
+  std::string_view phase;     // one of kPhaseNames
+  RuleScope scope = RuleScope::kAny;
+  int min_major = 0;   // first PostgreSQL major version it applies to
+  int max_major = 99;  // last
+  std::string_view why;
+};
+
+// The table, in order: where two rules name the same function for the same
+// process and version, the first applies.
+std::span<const PhaseRule> PhaseRules();
+
+// The rules of one major version, indexed for classification.
+class PhaseClassifier {
+ public:
+  explicit PhaseClassifier(int major);
+
+  // The phase of one sample: the stack is scanned from the leaf toward the
+  // root and the first frame that has a rule for this role's scope (or
+  // kAny) decides — so proc_exit under PostgresMain is `exit`, a page fault
+  // under InitPostgres is `init`. Then a kAnyFrame rule of the scope; else
+  // kUnclaimed. `frames_root_first` without the role frame.
+  std::string_view Classify(std::string_view role, std::span<const std::string> frames_root_first) const;
+
+  int major() const { return major_; }
+
+ private:
+  struct Match {
+    std::string_view phase[4];  // per RuleScope, "" when none: kAny's rule folded into each
+  };
+  int major_;
+  absl::flat_hash_map<std::string_view, Match> by_function_;
+  Match any_frame_;
+};
+
+// The table for `major` (what --explain-phases prints): one line per rule
+// that applies, with its scope and reason, and how a sample is classified.
+void ExplainPhases(std::ostream& out, int major);
+
+}  // namespace backendlab::pgreal
+
+#endif  // BACKENDLAB_PGREAL_PHASE_RULES_H_

@@ -1,0 +1,187 @@
+// ProfileServer's pieces on canned perf output (a real backend's life on
+// Debian's PostgreSQL 15) and on a real server started by the test.
+#include "pgreal/server_profile.h"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "pgreal/phase_rules.h"
+#include "profiling/perf_events.h"
+#include "profiling/process_tree.h"
+
+namespace backendlab::pgreal {
+namespace {
+
+std::string ReadTestData(const std::string& name) {
+  std::ifstream in(std::string(BACKENDLAB_PGREAL_TESTDATA) + "/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int64_t PhaseCount(const ServerProfile& profile, std::string_view phase) {
+  for (const PhaseSamples& p : profile.phases) {
+    if (p.phase == phase) return p.samples;
+  }
+  return -1;
+}
+
+TEST(ServerProfileTest, CannedBackendLifeIsClassified) {
+  // postmaster 4109, its walwriter-like child 4110 alive at perf's start,
+  // backend 4175 forked during the recording; pgbench samples are not the server's.
+  const std::string script = ReadTestData("pg15_backend.perf-script");
+  absl::StatusOr<ServerProfile> profile = BuildServerProfile(script, 4109, {{4110, "checkpointer"}}, 15);
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  EXPECT_EQ(profile->other_samples, 2);  // the two pgbench samples
+  EXPECT_GT(profile->server_samples, 30);
+  EXPECT_EQ(profile->backends_forked, 3);  // 4175, 4176, 4177 (synthesized forks not counted)
+  EXPECT_GT(PhaseCount(*profile, "fork"), 0);
+  EXPECT_GT(PhaseCount(*profile, "init"), 0);
+  EXPECT_GT(PhaseCount(*profile, "auth"), 0);
+  EXPECT_GT(PhaseCount(*profile, "exit"), 0);
+  int64_t sum = 0;
+  for (const PhaseSamples& p : profile->phases) sum += p.samples;
+  EXPECT_EQ(sum, profile->server_samples);
+  EXPECT_EQ(profile->phases.back().phase, kUnclaimed);
+  EXPECT_EQ(profile->unclaimed_samples, PhaseCount(*profile, kUnclaimed));
+  EXPECT_GT(profile->stacks.Under("backend").total_samples(), 0);
+  EXPECT_GT(profile->stacks.Under("postmaster").total_samples(), 0);
+  // Kernel frames kept: the postmaster's fork shows copy_process.
+  EXPECT_NE(profile->by_phase.at("fork").ToText().find("copy_process"), std::string::npos);
+}
+
+// A pid the server used is reused by another process: its later samples are
+// not the server's. Threads (pid == parent pid) join their process.
+constexpr char kReusedPid[] = R"(perf     0/0         0.000000: PERF_RECORD_FORK(100:100):(1:1)
+postgres  100/100  1.000000: PERF_RECORD_FORK(200:200):(100:100)
+postgres  200/200  1.100000: cpu-clock:
+	          5b23f5 InitPostgres (/usr/lib/postgresql/15/bin/postgres)
+	          472a57 PostgresMain (/usr/lib/postgresql/15/bin/postgres)
+	          3f0c64 PostmasterMain (/usr/lib/postgresql/15/bin/postgres)
+
+postgres  200/200  1.200000: PERF_RECORD_EXIT(200:200):(100:100)
+bash  300/300  1.300000: PERF_RECORD_FORK(200:200):(300:300)
+bash  200/200  1.400000: cpu-clock:
+	          3e699 exit (/usr/lib/x86_64-linux-gnu/libc.so.6)
+
+postgres  100/100  1.500000: PERF_RECORD_FORK(100:101):(100:100)
+postgres  100/101  1.600000: cpu-clock:
+	ffffffff8135e928 copy_process ([kernel.kallsyms])
+	          3f0c64 PostmasterMain (/usr/lib/postgresql/15/bin/postgres)
+
+)";
+
+TEST(ServerProfileTest, FollowsTheTreeThroughForksAndPidReuse) {
+  absl::StatusOr<ServerProfile> profile = BuildServerProfile(kReusedPid, 100, {}, 15);
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  EXPECT_EQ(profile->server_samples, 2);
+  EXPECT_EQ(profile->other_samples, 1);
+  EXPECT_EQ(PhaseCount(*profile, "init"), 1);
+  EXPECT_EQ(PhaseCount(*profile, "fork"), 1);  // the postmaster's thread 101
+  EXPECT_EQ(PhaseCount(*profile, "exit"), 0);  // bash's exit is not the server's
+  EXPECT_EQ(profile->backends_forked, 1);
+}
+
+TEST(ServerProfileTest, MalformedTaskRecordNamesItsLine) {
+  absl::StatusOr<ServerProfile> profile =
+      BuildServerProfile("x  1/1  1.0: PERF_RECORD_FORK(12:12):(oops)\n", 1, {}, 15);
+  ASSERT_FALSE(profile.ok());
+  EXPECT_NE(profile.status().message().find("line 1"), std::string::npos) << profile.status();
+}
+
+// --- a real server ---------------------------------------------------------
+
+constexpr char kBinDir[] = "/usr/lib/postgresql/15/bin";
+
+class RealServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (access((std::string(kBinDir) + "/postgres").c_str(), X_OK) != 0) {
+      GTEST_SKIP() << "no PostgreSQL 15 at " << kBinDir << " (apt-get install postgresql-15)";
+    }
+    if (std::system("command -v perf >/dev/null 2>&1") != 0) {
+      GTEST_SKIP() << "perf is not installed (apt-get install linux-perf)";
+    }
+    if (geteuid() != 0) {
+      const std::optional<int> paranoid = profiling::PerfEventParanoid();
+      if (!paranoid || *paranoid > 0) {
+        GTEST_SKIP() << "perf record -a needs root or kernel.perf_event_paranoid <= 0";
+      }
+    } else if (getpwnam("postgres") == nullptr) {
+      GTEST_SKIP() << "running as root and there is no user postgres to run the server as";
+    }
+    std::string pattern = "/tmp/backendlab-pgreal-test.XXXXXX";
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    ASSERT_EQ(chmod(dir_.c_str(), 0700), 0);
+    if (geteuid() == 0) {
+      as_ = "runuser -u postgres -- ";
+      const passwd* pw = getpwnam("postgres");
+      ASSERT_EQ(chown(dir_.c_str(), pw->pw_uid, pw->pw_gid), 0);
+    }
+    ASSERT_EQ(Run(absl::StrCat(as_, kBinDir, "/initdb -A trust -U postgres -D ", dir_, "/data >", dir_,
+                               "/initdb.log 2>&1")),
+              0);
+    ASSERT_EQ(Run(absl::StrCat(as_, kBinDir, "/pg_ctl -D ", dir_, "/data -l ", dir_,
+                               "/server.log -o \"-c listen_addresses='' -c unix_socket_directories=", dir_,
+                               " -c fsync=off -c autovacuum=off\" -w start >/dev/null")),
+              0);
+    started_ = true;
+    std::ifstream pid_file(dir_ + "/data/postmaster.pid");
+    pid_file >> postmaster_;
+    ASSERT_GT(postmaster_, 0);
+  }
+
+  void TearDown() override {
+    if (started_) Run(absl::StrCat(as_, kBinDir, "/pg_ctl -D ", dir_, "/data -m fast -w stop >/dev/null"));
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  static int Run(const std::string& command) { return std::system(command.c_str()); }
+
+  std::string dir_;
+  std::string as_;
+  bool started_ = false;
+  pid_t postmaster_ = 0;
+};
+
+TEST_F(RealServerTest, BackendsAreFoundAndClassified) {
+  constexpr int kConnections = 30;
+  auto workload = [&]() -> absl::Status {
+    for (int i = 0; i < kConnections; ++i) {
+      if (Run(absl::StrCat(kBinDir, "/psql -X -q -h ", dir_, " -U postgres -c 'select 1' postgres >/dev/null")) != 0) {
+        return absl::UnavailableError("psql failed");
+      }
+    }
+    return absl::OkStatus();
+  };
+  ServerProfileOptions options;
+  options.major = 15;
+  absl::StatusOr<ServerProfile> profile = ProfileServer(postmaster_, options, workload);
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  EXPECT_EQ(profile->unwinder, "dwarf");
+  EXPECT_GE(profile->backends_forked, kConnections);
+  EXPECT_GT(profile->other_samples, 0);  // psql's at least
+  EXPECT_GT(profile->stacks.Under("backend").total_samples(), 0);
+  EXPECT_GT(PhaseCount(*profile, "init"), 0);
+  EXPECT_GT(PhaseCount(*profile, "exit"), 0);
+  EXPECT_LT(profile->unclaimed_samples, profile->server_samples);
+  EXPECT_GT(profile->record_seconds, 0);
+}
+
+TEST(ProfileServerTest, NoSuchPostmasterIsNotFound) {
+  absl::StatusOr<ServerProfile> profile = ProfileServer(0x3ffffff0, {}, [] { return absl::OkStatus(); });
+  EXPECT_EQ(profile.status().code(), absl::StatusCode::kNotFound) << profile.status();
+}
+
+}  // namespace
+}  // namespace backendlab::pgreal
