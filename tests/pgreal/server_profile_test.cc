@@ -1,20 +1,21 @@
 // ProfileServer's pieces on canned perf output (a real backend's life on
-// Debian's PostgreSQL 15) and on a real server started by the test.
+// Debian's PostgreSQL 15) and on a real server (pgreal::Server).
 #include "pgreal/server_profile.h"
 
 #include <pwd.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
+#include <memory>
 #include <fstream>
 #include <sstream>
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "pgreal/connect_loop.h"
+#include "pgreal/installation.h"
 #include "pgreal/phase_rules.h"
+#include "pgreal/server.h"
 #include "profiling/perf_events.h"
 #include "profiling/process_tree.h"
 
@@ -100,14 +101,12 @@ TEST(ServerProfileTest, MalformedTaskRecordNamesItsLine) {
 
 // --- a real server ---------------------------------------------------------
 
-constexpr char kBinDir[] = "/usr/lib/postgresql/15/bin";
-
+// Debian's PostgreSQL 15, started by the module's own Server, and perf.
 class RealServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (access((std::string(kBinDir) + "/postgres").c_str(), X_OK) != 0) {
-      GTEST_SKIP() << "no PostgreSQL 15 at " << kBinDir << " (apt-get install postgresql-15)";
-    }
+    absl::StatusOr<Installation> installation = DefaultInstallation();
+    if (!installation.ok()) GTEST_SKIP() << installation.status().message();
     if (std::system("command -v perf >/dev/null 2>&1") != 0) {
       GTEST_SKIP() << "perf is not installed (apt-get install linux-perf)";
     }
@@ -119,61 +118,42 @@ class RealServerTest : public ::testing::Test {
     } else if (getpwnam("postgres") == nullptr) {
       GTEST_SKIP() << "running as root and there is no user postgres to run the server as";
     }
-    std::string pattern = "/tmp/backendlab-pgreal-test.XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    ASSERT_EQ(chmod(dir_.c_str(), 0700), 0);
-    if (geteuid() == 0) {
-      as_ = "runuser -u postgres -- ";
-      const passwd* pw = getpwnam("postgres");
-      ASSERT_EQ(chown(dir_.c_str(), pw->pw_uid, pw->pw_gid), 0);
-    }
-    ASSERT_EQ(Run(absl::StrCat(as_, kBinDir, "/initdb -A trust -U postgres -D ", dir_, "/data >", dir_,
-                               "/initdb.log 2>&1")),
-              0);
-    ASSERT_EQ(Run(absl::StrCat(as_, kBinDir, "/pg_ctl -D ", dir_, "/data -l ", dir_,
-                               "/server.log -o \"-c listen_addresses='' -c unix_socket_directories=", dir_,
-                               " -c fsync=off -c autovacuum=off\" -w start >/dev/null")),
-              0);
-    started_ = true;
-    std::ifstream pid_file(dir_ + "/data/postmaster.pid");
-    pid_file >> postmaster_;
-    ASSERT_GT(postmaster_, 0);
+    ServerOptions options;
+    options.installation = *installation;
+    absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
   }
 
   void TearDown() override {
-    if (started_) Run(absl::StrCat(as_, kBinDir, "/pg_ctl -D ", dir_, "/data -m fast -w stop >/dev/null"));
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+    if (server_ != nullptr) {
+      EXPECT_TRUE(server_->Stop().ok());
+    }
   }
 
-  static int Run(const std::string& command) { return std::system(command.c_str()); }
-
-  std::string dir_;
-  std::string as_;
-  bool started_ = false;
-  pid_t postmaster_ = 0;
+  std::unique_ptr<Server> server_;
 };
 
 TEST_F(RealServerTest, BackendsAreFoundAndClassified) {
   constexpr int kConnections = 30;
-  auto workload = [&]() -> absl::Status {
-    for (int i = 0; i < kConnections; ++i) {
-      if (Run(absl::StrCat(kBinDir, "/psql -X -q -h ", dir_, " -U postgres -c 'select 1' postgres >/dev/null")) != 0) {
-        return absl::UnavailableError("psql failed");
-      }
-    }
-    return absl::OkStatus();
-  };
+  LoopOptions loop;
+  loop.conninfo = server_->conninfo();
+  loop.connections = kConnections;
+  loop.warmup = 0;
+  loop.query = "SELECT 1";
+  auto workload = [&]() -> absl::Status { return RunConnectLoop(loop).status(); };
   ServerProfileOptions options;
   options.major = 15;
-  absl::StatusOr<ServerProfile> profile = ProfileServer(postmaster_, options, workload);
+  absl::StatusOr<ServerProfile> profile = ProfileServer(server_->postmaster_pid(), options, workload);
   ASSERT_TRUE(profile.ok()) << profile.status();
   EXPECT_EQ(profile->unwinder, "dwarf");
   EXPECT_GE(profile->backends_forked, kConnections);
-  EXPECT_GT(profile->other_samples, 0);  // psql's at least
   EXPECT_GT(profile->stacks.Under("backend").total_samples(), 0);
   EXPECT_GT(PhaseCount(*profile, "init"), 0);
   EXPECT_GT(PhaseCount(*profile, "exit"), 0);
+  int64_t sum = 0;
+  for (const PhaseSamples& p : profile->phases) sum += p.samples;
+  EXPECT_EQ(sum, profile->server_samples) << "every sample in one phase row or unclaimed";
   EXPECT_LT(profile->unclaimed_samples, profile->server_samples);
   EXPECT_GT(profile->record_seconds, 0);
 }
