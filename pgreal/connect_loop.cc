@@ -201,4 +201,13 @@ absl::StatusOr<LoopResult> RunConnectLoop(const LoopOptions& options) {
   return loop.Run();
 }
 
+absl::StatusOr<int> ServerMajorVersion(const std::string& conninfo) {
+  PGconn* conn = PQconnectdb(conninfo.c_str());
+  const int version = PQstatus(conn) == CONNECTION_OK ? PQserverVersion(conn) : 0;
+  const std::string error = OneLine(PQerrorMessage(conn));
+  PQfinish(conn);
+  if (version <= 0) return absl::InternalError(absl::StrCat("cannot connect: ", error));
+  return version / 10000;  // 150018 -> 15 (10 and later)
+}
+
 }  // namespace backendlab::pgreal

@@ -41,6 +41,10 @@ struct LoopResult {
 // closed.
 absl::StatusOr<LoopResult> RunConnectLoop(const LoopOptions& options);
 
+// The major version of the server `conninfo` reaches (one connection).
+// Internal with libpq's message when it cannot connect.
+absl::StatusOr<int> ServerMajorVersion(const std::string& conninfo);
+
 }  // namespace backendlab::pgreal
 
 #endif  // BACKENDLAB_PGREAL_CONNECT_LOOP_H_

@@ -80,11 +80,34 @@ absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninf
   return absl::OkStatus();
 }
 
+// The recorded pass of --profile: the same loop, with no counters open.
+absl::Status ProfileOnce(const PgRunOptions& options, const std::string& conninfo, pid_t postmaster, int major,
+                         PgTargetResult& target) {
+  LoopOptions loop = options.loop;
+  loop.conninfo = conninfo;
+  double rate = 0;
+  ServerProfileOptions profile_options = options.profile_options;
+  profile_options.major = major;
+  absl::StatusOr<ServerProfile> profile = ProfileServer(postmaster, profile_options, [&]() -> absl::Status {
+    absl::StatusOr<LoopResult> result = RunConnectLoop(loop);
+    if (!result.ok()) return result.status();
+    rate = result->connections_per_second();
+    return absl::OkStatus();
+  });
+  if (!profile.ok()) return profile.status();
+  target.profile = std::move(*profile);
+  target.profiled_rate = rate;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
   if (options.rounds < 1) return absl::InvalidArgumentError("--rounds must be at least 1");
   if (options.loop.clients < 1) return absl::InvalidArgumentError("--clients must be at least 1");
+  if (options.profile && !options.conninfo.empty() && options.postmaster_pid <= 0) {
+    return absl::InvalidArgumentError("--profile of an existing server needs its --postmaster-pid");
+  }
   PgResult result;
   std::vector<std::unique_ptr<Server>> servers;
 
@@ -140,6 +163,23 @@ absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
     if (s.ok()) s = server.CheckRunning();
     return s;
   });
+  for (size_t i = 0; options.profile && status.ok() && i < result.targets.size(); ++i) {
+    PgTargetResult& target = result.targets[i];
+    if (options.progress) options.progress(absl::StrCat("profiling ", target.label, " under perf record"));
+    if (servers.empty()) {
+      absl::StatusOr<int> major = ServerMajorVersion(options.conninfo);
+      status = major.ok() ? ProfileOnce(options, options.conninfo, options.postmaster_pid, *major, target)
+                          : major.status();
+      continue;
+    }
+    Server& server = *servers[i];
+    status = ProfileOnce(options, server.conninfo(), server.postmaster_pid(), target.installation.major, target);
+    if (status.ok()) {
+      status = server.CheckRunning();
+    } else if (!absl::IsCancelled(status)) {
+      if (absl::Status alive = server.CheckRunning(); !alive.ok()) status = alive;
+    }
+  }
   for (std::unique_ptr<Server>& server : servers) {
     absl::Status stopped = server->Stop();
     if (status.ok() && !stopped.ok()) status = stopped;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "pgreal/connect_loop.h"
 #include "pgreal/installation.h"
 #include "pgreal/server.h"
+#include "pgreal/server_profile.h"
 #include "profiling/perf_events.h"
 
 namespace backendlab::pgreal {
@@ -40,6 +42,12 @@ struct PgRunOptions {
   // perf_event_open counters on the postmaster, inherited by every backend it
   // forks during the run (off: to measure what counting costs).
   bool server_counters = true;
+  // After the rounds, one more loop per server recorded by perf
+  // (ProfileServer, system-wide, kept to the server's processes); its
+  // conn/s beside the rounds' median is what the recording cost. `major` is
+  // set per server.
+  bool profile = false;
+  ServerProfileOptions profile_options;
   std::function<void(const std::string&)> progress;
 };
 
@@ -60,6 +68,9 @@ struct PgTargetResult {
   int64_t server_cpu_ns = 0;
   int64_t server_minor_faults = 0;
   int64_t server_major_faults = 0;
+  // --profile: the recorded pass and its conn/s (no counters open meanwhile).
+  std::optional<ServerProfile> profile;
+  double profiled_rate = 0;
 };
 
 struct PgResult {

@@ -3,9 +3,13 @@
 // the server's costs per connection.
 #include "tools/pg_command.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "absl/strings/numbers.h"
@@ -15,9 +19,11 @@
 #include "base/summary.h"
 #include "buffers/shared_buffers.h"
 #include "pgreal/pg_run.h"
+#include "pgreal/phase_rules.h"
 #include "tools/cycle_flags.h"
 #include "tools/flags.h"
 #include "tools/machine_header.h"
+#include "tools/pg_profile_report.h"
 #include "tools/report.h"
 
 namespace backendlab::tools {
@@ -40,6 +46,11 @@ constexpr FlagSpec kFlags[] = {
     {"conninfo", "", "measure this existing server instead (libpq connection string); no start, no stop"},
     {"postmaster-pid", "", "with --conninfo: the server's postmaster, for server-side figures"},
     {"server-counters", "on", "perf counters on the postmaster, inherited by its backends: on or off"},
+    {"profile", "off", "after the rounds, one more loop per server under perf record -a (DWARF call graphs): phases, top functions, flame graphs"},
+    {"explain-phases", "off", "print the phase rules --profile uses, for the chosen versions, and exit"},
+    {"out", "", "with --profile: directory for the folded stacks and flame graphs, a subdirectory per server (default backendlab-pg-profile)"},
+    {"top", "", "with --profile: functions in the top-N tables (default 15)"},
+    {"frequency", "", "with --profile: samples per second per CPU, 1..10000 (default 999)"},
     {"json", "", "also write the results as JSON to this file"},
     {"csv", "", "also write the rows as CSV to this file"},
 };
@@ -154,7 +165,99 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
     options.loop.connections = *n;
   }
   options.loop.query = flags.Get("query");
+  absl::StatusOr<bool> profile = flags.GetBool("profile");
+  absl::StatusOr<int64_t> frequency = flags.Has("frequency") ? flags.GetInt("frequency", 1, 10'000) : 999;
+  absl::StatusOr<int64_t> top_n = flags.Has("top") ? flags.GetInt("top", 1, 1000) : 15;  // used after the run
+  for (const absl::Status& s : {profile.status(), frequency.status(), top_n.status()}) {
+    if (!s.ok()) return s;
+  }
+  options.profile = *profile;
+  options.profile_options.frequency_hz = static_cast<int>(*frequency);
+  for (const char* flag : {"out", "top", "frequency"}) {
+    if (flags.Has(flag) && !options.profile) return absl::InvalidArgumentError(absl::StrCat("--", flag, " goes with --profile"));
+  }
+  if (options.profile && !options.conninfo.empty() && options.postmaster_pid <= 0) {
+    return absl::InvalidArgumentError("--profile of an existing server needs its --postmaster-pid");
+  }
   return options;
+}
+
+// --explain-phases: the rules of each version named, without a server.
+absl::Status ExplainPhasesOf(const Flags& flags, std::ostream& out) {
+  std::vector<int> majors;
+  if (flags.Has("pg-versions")) {
+    absl::StatusOr<std::vector<std::string>> versions = flags.GetList("pg-versions");
+    if (!versions.ok()) return versions.status();
+    for (const std::string& v : *versions) {
+      int major;
+      if (!absl::SimpleAtoi(v, &major) || major < 10 || major > 18) {
+        return absl::InvalidArgumentError(absl::StrCat("--pg-versions: ", Quoted(v), " is not a major version from 10 to 18"));
+      }
+      majors.push_back(major);
+    }
+  } else {
+    absl::StatusOr<pgreal::Installation> i =
+        flags.Has("bindir") ? pgreal::InstallationAt(flags.Get("bindir")) : pgreal::DefaultInstallation();
+    if (!i.ok()) return i.status();
+    majors.push_back(i->major);
+  }
+  for (size_t i = 0; i < majors.size(); ++i) {
+    if (i > 0) out << "\n";
+    pgreal::ExplainPhases(out, majors[i]);
+  }
+  return absl::OkStatus();
+}
+
+// "15/128MB" -> "15-128MB": a server's subdirectory of --out.
+std::string ProfileSubdirectory(const std::string& label) {
+  std::string name = label;
+  std::replace(name.begin(), name.end(), '/', '-');
+  return name;
+}
+
+// Prints each server's profile, writes its flame graphs under --out, and
+// adds what the header's JSON says of it.
+absl::Status ReportProfiles(const Flags& flags, const pgreal::PgResult& result, std::ostream& out,
+                            nlohmann::json& header) {
+  absl::StatusOr<int64_t> top_n = flags.Has("top") ? flags.GetInt("top", 1, 1000) : 15;
+  if (!top_n.ok()) return top_n.status();
+  const std::string dir = flags.Has("out") ? flags.Get("out") : "backendlab-pg-profile";
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(dir), ": ", std::strerror(errno)));
+  }
+  nlohmann::json profiles = nlohmann::json::object();
+  for (const pgreal::PgTargetResult& t : result.targets) {
+    if (!t.profile) continue;
+    const double rate = Summarize(t.rates).median;
+    const double cost = rate > 0 ? 100.0 * (1 - t.profiled_rate / rate) : 0;
+    out << "\n== " << t.label << " under perf ==\n";
+    out << absl::StrFormat("recorded pass: %.1f conn/s against %.1f (the rounds' median, counters open): "
+                           "%.1f %% slower while recorded\n",
+                           t.profiled_rate, rate, cost);
+    PrintPgProfile(out, *t.profile, *top_n);
+    const std::string subdir = absl::StrCat(dir, "/", ProfileSubdirectory(t.label));
+    if (mkdir(subdir.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(subdir), ": ", std::strerror(errno)));
+    }
+    std::vector<std::string> written;
+    if (absl::Status s = WritePgProfile(subdir, *t.profile, written); !s.ok()) return s;
+    out << "folded stacks and flame graphs (" << written.size() << " files) in " << subdir
+        << "/: all.svg by process, phases.svg by process and phase, phase-NAME.svg each\n";
+    nlohmann::json phases = nlohmann::json::object();
+    for (const pgreal::PhaseSamples& p : t.profile->phases) phases[p.phase] = p.samples;
+    profiles[t.label] = {{"phases", phases},
+                         {"server_samples", t.profile->server_samples},
+                         {"unclaimed_samples", t.profile->unclaimed_samples},
+                         {"other_samples", t.profile->other_samples},
+                         {"backends_forked", t.profile->backends_forked},
+                         {"unwinder", t.profile->unwinder},
+                         {"frequency_hz", t.profile->frequency_hz},
+                         {"record_seconds", t.profile->record_seconds},
+                         {"profiled_connections_per_second", t.profiled_rate},
+                         {"connections_per_second", rate}};
+  }
+  header["profiles"] = profiles;
+  return absl::OkStatus();
 }
 
 nlohmann::json SettingsJson(const pgreal::Settings& settings) {
@@ -177,6 +280,9 @@ std::string PgUsage() {
 absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) {
   absl::StatusOr<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags.ok()) return flags.status();
+  absl::StatusOr<bool> explain = flags->GetBool("explain-phases");
+  if (!explain.ok()) return explain.status();
+  if (*explain) return ExplainPhasesOf(*flags, out);
   absl::StatusOr<pgreal::PgRunOptions> options = OptionsFromFlags(*flags);
   if (!options.ok()) return options.status();
   if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;
@@ -250,6 +356,10 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
   if (!options->server_counters) out << "server counters off (--server-counters=off): their columns are empty.\n";
   if (!result->targets.empty()) {
     for (const std::string& why : result->targets[0].server_events_unavailable) out << why << "\n";
+  }
+
+  if (options->profile) {
+    if (absl::Status s = ReportProfiles(*flags, *result, out, header); !s.ok()) return s;
   }
 
   header["command"] = "pg";

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -131,6 +132,11 @@ TEST_F(PgCliTest, BadInputIsAUsageError) {
       {"pg", "--conninfo=host=/x", "--shared-buffers=1GB"},
       {"pg", "--postmaster-pid=1"},
       {"pg", "--connections=10", "--duration=1s"},
+      {"pg", "--out=x"},
+      {"pg", "--top=5"},
+      {"pg", "--profile", "--conninfo=host=/x"},
+      {"pg", "--profile", "--frequency=0"},
+      {"pg", "--explain-phases", "--pg-versions=19"},
   };
   for (const std::vector<std::string>& args : bad) {
     if (geteuid() != 0 && args[1].rfind("--run-as", 0) == 0) continue;
@@ -139,6 +145,40 @@ TEST_F(PgCliTest, BadInputIsAUsageError) {
     EXPECT_EQ(test_util::Lines(r.err).size(), 1u) << r.err;
     ExpectNothingCreated();
   }
+}
+
+TEST_F(PgCliTest, ExplainPhasesPrintsTheRulesOfEachVersionWithoutAServer) {
+  const test_util::RunResult r = Run({"pg", "--explain-phases", "--pg-versions=15,17"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("phase rules for PostgreSQL 15"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("phase rules for PostgreSQL 17"), std::string::npos) << r.out;
+  // 15's accept is StreamConnection, 17's AcceptConnection.
+  EXPECT_NE(r.out.find("StreamConnection"), std::string::npos);
+  EXPECT_NE(r.out.find("AcceptConnection"), std::string::npos);
+  ExpectNothingCreated();
+}
+
+TEST_F(PgCliTest, ProfileClassifiesEveryServerSampleAndWritesFlameGraphs) {
+  if (std::system("command -v perf >/dev/null 2>&1") != 0) GTEST_SKIP() << "perf is not installed";
+  if (geteuid() != 0) GTEST_SKIP() << "perf record -a needs root here (or kernel.perf_event_paranoid <= 0)";
+  const std::string out = dir_ + "/profile";
+  const test_util::RunResult r =
+      Run(Small({"pg", "--profile", "--query=SELECT 1", "--out=" + out, "--json=" + dir_ + "/out.json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("15/128MB under perf"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unclaimed"), std::string::npos) << "the unclaimed share is always shown";
+  EXPECT_NE(r.out.find("% slower while recorded"), std::string::npos) << "what recording cost";
+  const nlohmann::json j = nlohmann::json::parse(test_util::ReadFile(dir_ + "/out.json"));
+  const nlohmann::json& p = j["header"]["profiles"]["15/128MB"];
+  ASSERT_TRUE(p.is_object()) << j["header"].dump();
+  int64_t sum = 0;
+  for (const auto& [phase, samples] : p["phases"].items()) sum += samples.get<int64_t>();
+  EXPECT_EQ(sum, p["server_samples"].get<int64_t>()) << "every server sample is in one row";
+  EXPECT_GT(p["phases"]["init"].get<int64_t>(), 0);
+  EXPECT_GE(p["backends_forked"].get<int64_t>(), 22) << "20 measured + 2 warm-up connections";
+  EXPECT_EQ(access((out + "/15-128MB/all.svg").c_str(), R_OK), 0);
+  EXPECT_EQ(access((out + "/15-128MB/phases.folded").c_str(), R_OK), 0);
+  ExpectNoServerLeft();
 }
 
 TEST_F(PgCliTest, ConninfoThatCannotConnectIsARunFailure) {
