@@ -102,15 +102,14 @@ absl::Status ProfileOnce(const PgRunOptions& options, const std::string& conninf
 
 }  // namespace
 
-absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
+absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& options) {
   if (options.rounds < 1) return absl::InvalidArgumentError("--rounds must be at least 1");
   if (options.loop.clients < 1) return absl::InvalidArgumentError("--clients must be at least 1");
   if (options.profile && !options.conninfo.empty() && options.postmaster_pid <= 0) {
     return absl::InvalidArgumentError("--profile of an existing server needs its --postmaster-pid");
   }
-  PgResult result;
-  std::vector<std::unique_ptr<Server>> servers;
-
+  std::unique_ptr<PgServers> run(new PgServers(options));
+  PgResult& result = run->result_;
   if (!options.conninfo.empty()) {
     PgTargetResult target;
     target.label = "conninfo";
@@ -119,71 +118,102 @@ absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
     if (options.postmaster_pid <= 0) {
       result.server_figures_note = "not available: the server was not started by the tool; give --postmaster-pid";
     }
-  } else {
-    // Data directories first, one initdb per installation and copies of it,
-    // then the postmasters: a running server's directory is no template.
-    for (const Installation& installation : options.installations) {
-      std::string template_data;
-      for (int64_t size : options.shared_buffers) {
-        ServerOptions server = options.server;
-        server.installation = installation;
-        server.shared_buffers_bytes = size;
-        if (options.progress) {
-          options.progress(absl::StrCat(template_data.empty() ? "initdb" : "copying", " for PostgreSQL ",
-                                        installation.major, " at ", SizeLabel(size)));
-        }
-        absl::StatusOr<std::unique_ptr<Server>> created = Server::Create(server, template_data);
-        if (!created.ok()) return created.status();
-        if (template_data.empty()) template_data = (*created)->data_directory();
-        PgTargetResult target;
-        target.label = absl::StrCat(installation.major, "/", SizeLabel(size));
-        target.installation = installation;
-        target.shared_buffers_bytes = size;
-        target.settings = (*created)->settings();
-        result.targets.push_back(std::move(target));
-        servers.push_back(std::move(*created));
+    return run;
+  }
+  // Data directories first, one initdb per installation and copies of it,
+  // then the postmasters: a running server's directory is no template. On an
+  // error the destructor stops and removes what was made.
+  for (const Installation& installation : options.installations) {
+    std::string template_data;
+    for (int64_t size : options.shared_buffers) {
+      ServerOptions server = options.server;
+      server.installation = installation;
+      server.shared_buffers_bytes = size;
+      if (options.progress) {
+        options.progress(absl::StrCat(template_data.empty() ? "initdb" : "copying", " for PostgreSQL ",
+                                      installation.major, " at ", SizeLabel(size)));
       }
-    }
-    for (size_t i = 0; i < servers.size(); ++i) {
-      if (options.progress) options.progress(absl::StrCat("starting the server for ", result.targets[i].label));
-      if (absl::Status s = servers[i]->StartPostmaster(); !s.ok()) return s;
+      absl::StatusOr<std::unique_ptr<Server>> created = Server::Create(server, template_data);
+      if (!created.ok()) return created.status();
+      if (template_data.empty()) template_data = (*created)->data_directory();
+      PgTargetResult target;
+      target.label = absl::StrCat(installation.major, "/", SizeLabel(size));
+      target.installation = installation;
+      target.shared_buffers_bytes = size;
+      target.settings = (*created)->settings();
+      result.targets.push_back(std::move(target));
+      run->servers_.push_back(std::move(*created));
     }
   }
+  for (size_t i = 0; i < run->servers_.size(); ++i) {
+    if (options.progress) options.progress(absl::StrCat("starting the server for ", result.targets[i].label));
+    if (absl::Status s = run->servers_[i]->StartPostmaster(); !s.ok()) return s;
+  }
+  return run;
+}
 
-  absl::Status status = RunInterleaved("pg", options.rounds, result.targets.size(), [&](size_t i, int64_t) {
-    PgTargetResult& target = result.targets[i];
-    if (servers.empty()) return MeasureOnce(options, options.conninfo, options.postmaster_pid, target);
-    Server& server = *servers[i];
-    absl::Status s = MeasureOnce(options, server.conninfo(), server.postmaster_pid(), target);
-    if (!s.ok() && !absl::IsCancelled(s)) {
-      // A failed connection because the server died: say that, with its log.
-      if (absl::Status alive = server.CheckRunning(); !alive.ok()) return alive;
-      return absl::Status(s.code(), absl::StrCat(target.label, ": ", s.message(), server.LogTail(5)));
-    }
-    if (s.ok()) s = server.CheckRunning();
-    return s;
-  });
-  for (size_t i = 0; options.profile && status.ok() && i < result.targets.size(); ++i) {
-    PgTargetResult& target = result.targets[i];
-    if (options.progress) options.progress(absl::StrCat("profiling ", target.label, " under perf record"));
-    if (servers.empty()) {
-      absl::StatusOr<int> major = ServerMajorVersion(options.conninfo);
-      status = major.ok() ? ProfileOnce(options, options.conninfo, options.postmaster_pid, *major, target)
-                          : major.status();
+PgServers::~PgServers() { StopAll().IgnoreError(); }
+
+absl::Status PgServers::Measure(size_t i) {
+  PgTargetResult& target = result_.targets[i];
+  if (servers_.empty()) return MeasureOnce(options_, options_.conninfo, options_.postmaster_pid, target);
+  Server& server = *servers_[i];
+  absl::Status s = MeasureOnce(options_, server.conninfo(), server.postmaster_pid(), target);
+  if (!s.ok() && !absl::IsCancelled(s)) {
+    // A failed connection because the server died: say that, with its log.
+    if (absl::Status alive = server.CheckRunning(); !alive.ok()) return alive;
+    return absl::Status(s.code(), absl::StrCat(target.label, ": ", s.message(), server.LogTail(5)));
+  }
+  if (s.ok()) s = server.CheckRunning();
+  return s;
+}
+
+absl::Status PgServers::Profile() {
+  for (size_t i = 0; i < result_.targets.size(); ++i) {
+    PgTargetResult& target = result_.targets[i];
+    if (options_.progress) options_.progress(absl::StrCat("profiling ", target.label, " under perf record"));
+    if (servers_.empty()) {
+      absl::StatusOr<int> major = ServerMajorVersion(options_.conninfo);
+      if (!major.ok()) return major.status();
+      if (absl::Status s = ProfileOnce(options_, options_.conninfo, options_.postmaster_pid, *major, target); !s.ok()) {
+        return s;
+      }
       continue;
     }
-    Server& server = *servers[i];
-    status = ProfileOnce(options, server.conninfo(), server.postmaster_pid(), target.installation.major, target);
-    if (status.ok()) {
-      status = server.CheckRunning();
-    } else if (!absl::IsCancelled(status)) {
-      if (absl::Status alive = server.CheckRunning(); !alive.ok()) status = alive;
+    Server& server = *servers_[i];
+    absl::Status s = ProfileOnce(options_, server.conninfo(), server.postmaster_pid(), target.installation.major, target);
+    if (s.ok()) {
+      s = server.CheckRunning();
+    } else if (!absl::IsCancelled(s)) {
+      if (absl::Status alive = server.CheckRunning(); !alive.ok()) s = alive;
     }
+    if (!s.ok()) return s;
   }
-  for (std::unique_ptr<Server>& server : servers) {
+  return absl::OkStatus();
+}
+
+absl::Status PgServers::StopAll() {
+  absl::Status status;
+  for (std::unique_ptr<Server>& server : servers_) {
     absl::Status stopped = server->Stop();
     if (status.ok() && !stopped.ok()) status = stopped;
   }
+  servers_.clear();
+  return status;
+}
+
+absl::StatusOr<PgResult> PgServers::Finish() {
+  if (absl::Status s = StopAll(); !s.ok()) return s;
+  return result_;
+}
+
+absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
+  absl::StatusOr<std::unique_ptr<PgServers>> servers = PgServers::Start(options);
+  if (!servers.ok()) return servers.status();
+  absl::Status status = RunInterleaved("pg", options.rounds, (*servers)->size(),
+                                       [&](size_t i, int64_t) { return (*servers)->Measure(i); });
+  if (status.ok() && options.profile) status = (*servers)->Profile();
+  absl::StatusOr<PgResult> result = (*servers)->Finish();
   if (!status.ok()) return status;
   return result;
 }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -78,9 +79,44 @@ struct PgResult {
   std::string server_figures_note;  // why server-side figures are missing, if they are
 };
 
-// Bad options are InvalidArgument; a server that cannot start or dies, or a
-// connection that fails, is an error with what the server logged; Cancelled
-// on a stop request. Every server is stopped and removed on every path.
+// RunPg's pieces, for a caller that interleaves the servers' rounds with
+// other work (`compare --with-pg`): the servers started (or the existing one
+// named), measured one loop at a time, stopped on every path — by Finish, or
+// by the destructor whatever happened before.
+class PgServers {
+ public:
+  // Creates and starts every server: one initdb per installation, copies of
+  // its data directory for the other sizes, then the postmasters. Errors as
+  // RunPg's; nothing is left on any of them.
+  static absl::StatusOr<std::unique_ptr<PgServers>> Start(const PgRunOptions& options);
+  ~PgServers();
+  PgServers(const PgServers&) = delete;
+  PgServers& operator=(const PgServers&) = delete;
+
+  size_t size() const { return result_.targets.size(); }
+  const PgTargetResult& target(size_t i) const { return result_.targets[i]; }
+  // One measured loop against server i (options.loop), its figures added to
+  // target(i). A server found dead is an error with its log's last lines.
+  absl::Status Measure(size_t i);
+  // --profile's recorded pass of every server (ProfileServer).
+  absl::Status Profile();
+  // Stops every server; the figures, or the first error of a stop.
+  absl::StatusOr<PgResult> Finish();
+
+ private:
+  explicit PgServers(const PgRunOptions& options) : options_(options) {}
+  absl::Status StopAll();
+
+  PgRunOptions options_;
+  PgResult result_;
+  std::vector<std::unique_ptr<Server>> servers_;  // empty for --conninfo
+};
+
+// Start, options.rounds rounds round robin (base/interleaved.h), --profile's
+// pass, Finish. Bad options are InvalidArgument; a server that cannot start
+// or dies, or a connection that fails, is an error with what the server
+// logged; Cancelled on a stop request. Every server is stopped and removed
+// on every path.
 absl::StatusOr<PgResult> RunPg(const PgRunOptions& options);
 
 }  // namespace backendlab::pgreal

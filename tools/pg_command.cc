@@ -176,9 +176,6 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
   for (const char* flag : {"out", "top", "frequency"}) {
     if (flags.Has(flag) && !options.profile) return absl::InvalidArgumentError(absl::StrCat("--", flag, " goes with --profile"));
   }
-  if (options.profile && !options.conninfo.empty() && options.postmaster_pid <= 0) {
-    return absl::InvalidArgumentError("--profile of an existing server needs its --postmaster-pid");
-  }
   return options;
 }
 
