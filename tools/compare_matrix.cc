@@ -192,4 +192,37 @@ Report CompareReport(const CompareMatrix& matrix) {
   return report;
 }
 
+std::string PgConfigLabel(const pgreal::PgTargetResult& target) {
+  return absl::StrCat("pg", target.installation.major);
+}
+
+void AddPgRows(Report& report, const CompareMatrix& matrix, std::span<const pgreal::PgTargetResult> targets) {
+  auto ratio = [](double a, double b) { return b > 0 ? Cell(a / b) : Cell(std::monostate{}); };
+  for (const pgreal::PgTargetResult& t : targets) {
+    const double rate = Summarize(t.rates).median;
+    const CompareConfig* baseline = nullptr;
+    for (const CompareConfig& c : matrix.configs) {
+      if (static_cast<int64_t>(c.options.backend.shared_buffers.bytes) != t.shared_buffers_bytes) continue;
+      if (std::equal(matrix.baseline.begin(), matrix.baseline.end(), c.names.begin())) {
+        baseline = &c;
+        break;
+      }
+    }
+    std::vector<Cell> row;
+    for (const std::string& text : {PgConfigLabel(t), std::string(), std::string(), std::string(), std::string(),
+                                    buffers::FormatSize(static_cast<uint64_t>(t.shared_buffers_bytes))}) {
+      row.emplace_back(std::in_place_type<std::string>, text);
+    }
+    row.push_back(t.shared_buffers_bytes);
+    row.push_back(rate);
+    row.push_back(rate > 0 ? Cell(1e6 / rate) : Cell(std::monostate{}));
+    row.push_back(baseline != nullptr ? ratio(rate, lifecycle::Summarize(baseline->merged).baseline_forks_per_second)
+                                      : Cell(std::monostate{}));
+    for (int i = 0; i < 4; ++i) row.push_back(std::monostate{});  // exit_check, its faults, teardown, reap
+    row.push_back(baseline != nullptr ? ratio(rate, Summarize(baseline->rates).median) : Cell(std::monostate{}));
+    for (int i = 0; i < 3; ++i) row.push_back(std::monostate{});  // exit vs base, crashed, leaks
+    report.AddRow(std::move(row));
+  }
+}
+
 }  // namespace backendlab::tools

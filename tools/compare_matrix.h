@@ -4,12 +4,14 @@
 #define BACKENDLAB_TOOLS_COMPARE_MATRIX_H_
 
 #include <array>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "buffers/shared_buffers.h"
 #include "lifecycle/cycle.h"
+#include "pgreal/pg_run.h"
 #include "tools/flags.h"
 #include "tools/report.h"
 
@@ -53,6 +55,15 @@ const CompareConfig* BaselineOf(const CompareMatrix& matrix, const CompareConfig
 // `conn/s vs base` and `exit vs base` (1 for the baseline itself; empty where
 // the baseline's figure is 0).
 Report CompareReport(const CompareMatrix& matrix);
+
+// "pg15": a real server's name in compare's table and chart.
+std::string PgConfigLabel(const pgreal::PgTargetResult& target);
+
+// `compare --with-pg`: a real server's rows after the mock's, one per
+// shared_buffers: conn/s, us/conn, x floor (over the fork floor measured by
+// the baseline at the same shared_buffers) and conn/s vs base; the mock's
+// phase columns stay empty (a real backend's phases are `pg --profile`'s).
+void AddPgRows(Report& report, const CompareMatrix& matrix, std::span<const pgreal::PgTargetResult> targets);
 
 }  // namespace backendlab::tools
 

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -95,6 +96,20 @@ class PgCliTest : public CliTest {
     }
     return 0;
   }
+  // Starts the tool, waits for its server, interrupts the tool (^C): exit
+  // 130, and nothing of the server left.
+  void ExpectInterruptLeavesNothing(const std::vector<std::string>& argv) {
+    test_util::SpawnedTool tool(argv, dir_);
+    const pid_t postmaster = WaitForPostmaster();
+    ASSERT_NE(postmaster, 0) << "no server started";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    ASSERT_EQ(kill(tool.pid(), SIGINT), 0);
+    const std::optional<int> code = tool.WaitFor(std::chrono::seconds(60));
+    ASSERT_TRUE(code.has_value());
+    EXPECT_TRUE(WIFEXITED(*code) && WEXITSTATUS(*code) == 130) << *code;
+    ExpectNoServerLeft();
+    EXPECT_TRUE(SegmentsCreatedBy(postmaster).empty()) << "the server's System V segment was left";
+  }
   std::vector<std::string> Small(std::vector<std::string> args) {
     return WithDefaults(std::move(args), {"--connections=20", "--warmup=2", "--rounds=1", "--shared-buffers=128MB"});
   }
@@ -118,6 +133,39 @@ TEST_F(PgCliTest, RunsARealServerAndReportsItsCostsPerConnection) {
     EXPECT_GT(row["server_cpu_us"].get<double>(), 0);
   }
   EXPECT_EQ(j["header"]["settings"]["max_connections"], "7") << "clients + 5";
+  ExpectNoServerLeft();
+}
+
+TEST_F(PgCliTest, CompareWithPgAddsARealServerPerSharedBuffersInTheSameRounds) {
+  const std::string json_path = dir_ + "/compare.json", svg_path = dir_ + "/compare.svg";
+  const test_util::RunResult r =
+      Run({"compare", "--with-pg", "--layouts=hash", "--exit-checks=off", "--shared-buffers=128MB,256MB",
+           "--connections=6", "--rounds=2", "--warmup=1", "--work-lookups=10", "--json=" + json_path,
+           "--svg=" + svg_path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("pg15: PostgreSQL 15"), std::string::npos) << "the report names the server" << r.out;
+  const nlohmann::json j = nlohmann::json::parse(test_util::ReadFile(json_path));
+  std::map<int64_t, double> mock;  // conn/s by shared_buffers_bytes
+  std::vector<nlohmann::json> pg;
+  for (const nlohmann::json& row : j["rows"]) {
+    if (row["config"] == "pg15") {
+      pg.push_back(row);
+    } else {
+      mock[row["shared_buffers_bytes"].get<int64_t>()] = row["connections_per_second"].get<double>();
+    }
+  }
+  ASSERT_EQ(mock.size(), 2u) << j.dump(2);
+  ASSERT_EQ(pg.size(), 2u) << "one real server per shared_buffers: " << j.dump(2);
+  for (const nlohmann::json& row : pg) {
+    SCOPED_TRACE(row.dump());
+    ASSERT_GT(row["connections_per_second"].get<double>(), 0);
+    EXPECT_EQ(row["connections_per_second_vs_baseline"].get<double>(),
+              row["connections_per_second"].get<double>() / mock.at(row["shared_buffers_bytes"].get<int64_t>()));
+    EXPECT_TRUE(row["exit_check_us"].is_null()) << "a real backend's phases are not the mock's";
+  }
+  EXPECT_EQ(j["header"]["pg"]["settings"]["fsync"], "off");
+  const std::string svg = test_util::ReadFile(svg_path);
+  EXPECT_NE(svg.find(">pg15</text>"), std::string::npos) << "the chart has the real server's line";
   ExpectNoServerLeft();
 }
 
@@ -206,16 +254,12 @@ TEST_F(PgCliTest, AServerKilledMidRunIsReportedAndNothingIsLeft) {
 }
 
 TEST_F(PgCliTest, InterruptStopsTheServerAndRemovesIt) {
-  test_util::SpawnedTool tool({BACKENDLAB_CLI_PATH, "pg", "--duration=60s", "--rounds=1", "--shared-buffers=128MB"}, dir_);
-  const pid_t postmaster = WaitForPostmaster();
-  ASSERT_NE(postmaster, 0) << "no server started";
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-  ASSERT_EQ(kill(tool.pid(), SIGINT), 0);
-  const std::optional<int> code = tool.WaitFor(std::chrono::seconds(60));
-  ASSERT_TRUE(code.has_value());
-  EXPECT_TRUE(WIFEXITED(*code) && WEXITSTATUS(*code) == 130) << *code;
-  ExpectNoServerLeft();
-  EXPECT_TRUE(SegmentsCreatedBy(postmaster).empty()) << "the server's System V segment was left";
+  ExpectInterruptLeavesNothing({BACKENDLAB_CLI_PATH, "pg", "--duration=60s", "--rounds=1", "--shared-buffers=128MB"});
+}
+
+TEST_F(PgCliTest, InterruptOfCompareWithPgStopsTheServerAndRemovesIt) {
+  ExpectInterruptLeavesNothing({BACKENDLAB_CLI_PATH, "compare", "--with-pg", "--layouts=hash", "--exit-checks=off",
+                                "--shared-buffers=128MB", "--rounds=1", "--connections=100000"});
 }
 
 }  // namespace
