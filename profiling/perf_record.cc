@@ -224,9 +224,13 @@ absl::Status ControlPerf(pid_t perf, int ctl_fd, int ack_fd, const std::string& 
     int status = 0;
     if (waitpid(perf, &status, WNOHANG) == perf) {
       *ended = true;
+      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      if (command != "enable") {
+        return absl::UnavailableError(
+            absl::StrCat("perf record -a ended while recording (exit ", code, "; its message is above)"));
+      }
       return absl::UnavailableError(absl::StrCat(
-          "perf record -a ended before it recorded (exit ",
-          WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+          "perf record -a ended before it recorded (exit ", code,
           "; its message is above). Recording every CPU needs root, CAP_PERFMON or "
           "sysctl kernel.perf_event_paranoid=0 (now ",
           ParanoidText(), ")"));
@@ -247,6 +251,15 @@ absl::Status ControlPerf(pid_t perf, int ctl_fd, int ack_fd, const std::string& 
 
 }  // namespace
 
+absl::Status SystemWideRecordingAvailable() {
+  if (!FindInPath("perf").ok()) return absl::FailedPreconditionError("perf is not installed (Debian: apt-get install linux-perf)");
+  if (geteuid() == 0) return absl::OkStatus();
+  const std::optional<int> level = PerfEventParanoid();
+  if (level && *level <= 0) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat(
+      "recording every CPU (perf record -a) needs root or sysctl kernel.perf_event_paranoid=0 (now ", ParanoidText(), ")"));
+}
+
 absl::StatusOr<SystemWideRecording> RecordSystemWide(const SystemWideRecordOptions& options,
                                                      const std::function<absl::Status()>& workload) {
   absl::StatusOr<std::string> perf = FindInPath("perf");
@@ -257,22 +270,29 @@ absl::StatusOr<SystemWideRecording> RecordSystemWide(const SystemWideRecordOptio
   const std::string ack_path = absl::StrCat(options.work_dir, "/perf-ack.fifo");
   for (const std::string& fifo : {ctl_path, ack_path}) {
     if (mkfifo(fifo.c_str(), 0600) != 0) {
-      return absl::UnavailableError(absl::StrCat("mkfifo ", fifo, ": ", std::strerror(errno)));
+      const int mkfifo_errno = errno;
+      unlink(ctl_path.c_str());
+      return absl::UnavailableError(absl::StrCat("mkfifo ", fifo, ": ", std::strerror(mkfifo_errno)));
     }
   }
   // Opened read-write on this side so that neither open blocks on perf,
   // which may fail before it opens its ends.
   const int ctl_fd = open(ctl_path.c_str(), O_RDWR | O_CLOEXEC);
   const int ack_fd = open(ack_path.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK);
+  // Closed and unlinked: a work_dir may serve another recording.
   auto close_fifos = [&] {
     if (ctl_fd >= 0) close(ctl_fd);
     if (ack_fd >= 0) close(ack_fd);
+    unlink(ctl_path.c_str());
+    unlink(ack_path.c_str());
   };
   if (ctl_fd < 0 || ack_fd < 0) {
     close_fifos();
     return absl::UnavailableError(absl::StrCat("opening perf's control fifos: ", std::strerror(errno)));
   }
-  recording.record_command = {*perf, "record", "-q", "-a", "-e", "cpu-clock", "-F", absl::StrCat(options.frequency_hz),
+  // -B: no build-id collection at the end, which reads the whole perf.data
+  // back (DWARF stacks make it large); perf script finds the binaries by path.
+  recording.record_command = {*perf, "record", "-q", "-B", "-a", "-e", "cpu-clock", "-F", absl::StrCat(options.frequency_hz),
                               absl::StrCat("--call-graph=", options.call_graph), "-D", "-1",
                               absl::StrCat("--control=fifo:", ctl_path, ",", ack_path), "-o", recording.data_path};
   absl::StatusOr<Child> child =
@@ -295,16 +315,19 @@ absl::StatusOr<SystemWideRecording> RecordSystemWide(const SystemWideRecordOptio
   close_fifos();
   if (ended) return run;  // perf already reaped
   // SIGINT is how perf record is asked to finish writing its data; it then
-  // re-raises it, so it ends "killed by SIGINT".
+  // re-raises it, so it ends "killed by SIGINT". However long the writing
+  // takes, it is not cut short unless the run was stopped (the run's own
+  // stop, or one requested meanwhile, gives it kStopGrace).
   kill(child->pid, SIGINT);
-  absl::StatusOr<int> recorded = AwaitChild(*child, "perf record", nullptr, /*told_to_stop=*/true);
+  absl::StatusOr<int> recorded =
+      AwaitChild(*child, "perf record", nullptr, /*told_to_stop=*/absl::IsCancelled(run) || StopRequested());
   if (!run.ok()) return run;
   if (!recorded.ok()) return recorded.status();
   if (*recorded != 0 && *recorded != 128 + SIGINT) {
     return absl::UnavailableError(absl::StrCat("perf record failed (exit ", *recorded, "; its message is above)"));
   }
   absl::StatusOr<int> scripted =
-      RunChild({*perf, "script", "-i", recording.data_path, "--no-inline", "--show-task-events", "-F",
+      RunChild({*perf, "script", "-i", recording.data_path, "--no-inline", "--show-task-events", "--show-lost-events", "-F",
                 "comm,pid,tid,time,event,ip,sym,dso"},
                "", &recording.script);
   if (!scripted.ok()) return scripted.status();

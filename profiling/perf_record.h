@@ -53,8 +53,8 @@ struct SystemWideRecordOptions {
 struct SystemWideRecording {
   std::vector<std::string> record_command;  // perf record's argv
   std::string data_path;                    // work_dir/perf.data
-  // `perf script --no-inline --show-task-events -F comm,pid,tid,time,event,ip,sym,dso`:
-  // every CPU's samples with kernel and user frames, and the FORK/COMM/EXIT
+  // `perf script --no-inline --show-task-events --show-lost-events -F comm,pid,tid,time,event,ip,sym,dso`:
+  // every CPU's samples with kernel and user frames, the LOST records, and the FORK/COMM/EXIT
   // records (perf synthesizes FORK records at time 0 for the tasks that
   // existed when it started) from which a process tree is built.
   std::string script;
@@ -82,6 +82,13 @@ struct SystemWideRecording {
 // Nothing outlives the caller, as with RecordUnderPerf (PR_SET_PDEATHSIG).
 absl::StatusOr<SystemWideRecording> RecordSystemWide(const SystemWideRecordOptions& options,
                                                      const std::function<absl::Status()>& workload);
+
+// Whether RecordSystemWide can run here, found out before a long run rather
+// than after it: FailedPrecondition when perf is not installed, Unavailable
+// when neither root nor kernel.perf_event_paranoid <= 0 allows recording
+// every CPU (CAP_PERFMON is not looked for: RecordSystemWide still says
+// so if perf is refused).
+absl::Status SystemWideRecordingAvailable();
 
 // The environment variable through which RecordUnderPerf tells the workload
 // (a grandchild it cannot prepare itself: perf forks and execs it) the pid of

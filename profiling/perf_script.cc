@@ -136,7 +136,16 @@ absl::StatusOr<std::optional<PerfTaskEvent>> TaskRecordOf(std::string_view rest)
     event.comm = std::string(record.substr(colon + 2, last - colon - 2));
     return std::optional<PerfTaskEvent>(event);
   }
-  event.pid = -1;  // another record (MMAP, LOST, ...): neither a sample nor a task event
+  if (record.starts_with("LOST")) {
+    // "LOST lost N" or "LOST_SAMPLES lost N"
+    const size_t at_lost = record.rfind("lost ");
+    if (at_lost == std::string_view::npos || !IsDigits(Trim(record.substr(at_lost + 5)))) return malformed;
+    event.kind = PerfTaskEvent::Kind::kLost;
+    event.pid = 0;
+    event.lost = ToInt(Trim(record.substr(at_lost + 5)));
+    return std::optional<PerfTaskEvent>(event);
+  }
+  event.pid = -1;  // another record (MMAP, ...): neither a sample nor a task event
   return std::optional<PerfTaskEvent>(event);
 }
 

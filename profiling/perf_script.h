@@ -47,23 +47,27 @@ struct PerfScriptSample {
 //   "comm PID/TID TIME: PERF_RECORD_FORK(PID:TID):(PPID:PTID)"
 //   "comm PID/TID TIME: PERF_RECORD_EXIT(PID:TID):(PPID:PTID)"
 //   "comm PID/TID TIME: PERF_RECORD_COMM[ exec]: NEWCOMM:PID/TID"
+// and, with --show-lost-events, what perf could not keep (its ring buffer
+// full):
+//   "comm PID/TID TIME: PERF_RECORD_LOST lost N" (and _LOST_SAMPLES)
 // (the records perf synthesizes for tasks that existed when it started say
 // 0/0 and time 0 in the header; the fields in the record are what counts).
 struct PerfTaskEvent {
-  enum class Kind { kFork, kExit, kComm };
+  enum class Kind { kFork, kExit, kComm, kLost };
   Kind kind = Kind::kFork;
   int64_t pid = -1;
   int64_t tid = -1;
   int64_t parent_pid = -1;  // fork and exit
   int64_t parent_tid = -1;
   std::string comm;  // comm: the new name
+  int64_t lost = 0;  // lost: how many samples
   double time = 0;   // seconds, as the header says; 0 for the records perf synthesizes at start
 };
 
 // Reads `perf script` output as ParsePerfScript does, in the order of the
 // text (perf's is time order), calling `on_sample` for each sample and
 // `on_task` for each task record (a header line whose event is
-// "PERF_RECORD_FORK", "_EXIT" or "_COMM"; other PERF_RECORD_ lines are
+// "PERF_RECORD_FORK", "_EXIT", "_COMM", "_LOST" or "_LOST_SAMPLES"; other PERF_RECORD_ lines are
 // skipped, never counted as samples). Either callback may be empty. A
 // malformed task record is InvalidArgument naming its line.
 absl::Status ForEachPerfScriptRecord(std::string_view text, const PerfScriptOptions& options,

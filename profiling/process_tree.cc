@@ -28,6 +28,7 @@ absl::StatusOr<ProcessTreeSamples> SamplesOfProcessTree(std::string_view perf_sc
         }
       },
       [&](const PerfTaskEvent& event) {
+        if (event.kind == PerfTaskEvent::Kind::kLost) result.lost_samples += event.lost;
         if (event.kind != PerfTaskEvent::Kind::kFork || event.pid == event.parent_pid) return;
         const bool child_in = is_in(event.parent_pid);
         if (event.pid != root_pid) in_tree[event.pid] = child_in;

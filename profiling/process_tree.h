@@ -17,6 +17,7 @@ struct ProcessTreeSamples {
   std::vector<PerfScriptSample> samples;  // the tree's, in perf's order
   int64_t other_samples = 0;              // every other process's (and the idle task's)
   int64_t forks = 0;  // FORK records of new processes into the tree, not counting those perf synthesized at start
+  int64_t lost_samples = 0;  // what perf's LOST records say it could not keep, of any process
 };
 
 // Keeps the samples whose process is `root` or descends from it. The tree is

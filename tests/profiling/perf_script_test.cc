@@ -144,5 +144,27 @@ TEST(PerfScriptTest, TaskRecordsAreEventsNotSamples) {
   EXPECT_EQ(folded->ToText(), "postgres;InitPostmasterChild;InitializeLatchSupport 1\n");
 }
 
+// --show-lost-events: what perf could not keep, as perf 6.1 prints it, is
+// counted and is no sample.
+TEST(PerfScriptTest, LostRecordsAreCountedNotSampled) {
+  constexpr char kLost[] =
+      "true 16096/16096 27431.147294: PERF_RECORD_LOST lost 180\n"
+      "sh 16096/16096 27431.146537: PERF_RECORD_LOST_SAMPLES lost 7\n"
+      "postgres  4175/4175  20095.736303: cpu-clock: \n"
+      "\t          44db7a InitializeLatchSupport (/usr/lib/postgresql/15/bin/postgres)\n"
+      "\n"
+      "x  1/1  1.0: PERF_RECORD_LOST lost many\n";
+  int64_t lost = 0;
+  int samples = 0;
+  const absl::Status status = ForEachPerfScriptRecord(
+      kLost, {}, [&](PerfScriptSample&&) { ++samples; },
+      [&](const PerfTaskEvent& e) {
+        if (e.kind == PerfTaskEvent::Kind::kLost) lost += e.lost;
+      });
+  EXPECT_EQ(lost, 187);
+  EXPECT_EQ(samples, 1);
+  EXPECT_NE(status.message().find("line 6"), std::string::npos) << "a LOST record without a count: " << status;
+}
+
 }  // namespace
 }  // namespace backendlab::profiling
