@@ -115,7 +115,7 @@ constexpr PhaseRule kRules[] = {
     {"do_wait", "reap", S::kAny, 0, 99, "kernel"},
     {"release_task", "reap", S::kAny, 0, 99, "kernel"},
     // --- the rest of the postmaster, and auxiliary processes
-    {"PostmasterMain", "postmaster-other", S::kPostmaster, 0, 99,
+    {"PostmasterMain", "postmaster_other", S::kPostmaster, 0, 99,
      "fallback in the postmaster: ServerLoop's wait, copy-on-write faults after fork, ..."},
     {kAnyFrame, "aux", S::kAux, 0, 99, "every sample of an auxiliary process (checkpointer, walwriter, ...)"},
 };

@@ -35,11 +35,17 @@
 
 namespace backendlab::pgreal {
 
-// The phase words, in the order reports list them; the mock's where it has
-// one (fork, work, exit, teardown, reap). kUnclaimed is not a phase: a
-// sample no rule claims, always reported.
+// The phase words, in the order reports list them. Beside the mock's
+// (lifecycle/backend_record.h): `fork` and `work` mean the same; `init` holds
+// what the mock splits into init_buffers and init_catcache, and much more;
+// `exit` holds the mock's exit_check (AtProcExit_Buffers is one of
+// shmem_exit's callbacks) and every other exit handler, PostgreSQL's and
+// libc's; `teardown` is the kernel's do_exit in the backend, which the mock
+// counts in its `reap` (its own `teardown` is the backend's frees, part of
+// `exit` here); `reap` is the postmaster's side. kUnclaimed is not a phase:
+// a sample no rule claims, always reported.
 inline constexpr std::string_view kPhaseNames[] = {
-    "accept", "fork", "startup", "auth", "init", "work", "exit", "teardown", "reap", "postmaster-other", "aux"};
+    "accept", "fork", "startup", "auth", "init", "work", "exit", "teardown", "reap", "postmaster_other", "aux"};
 inline constexpr std::string_view kUnclaimed = "unclaimed";
 
 // Which processes a rule applies to. A sample's process role is

@@ -69,7 +69,7 @@ TEST(PhaseRulesTest, TheSameFrameMeansAPhasePerProcess) {
             "reap");
   EXPECT_EQ(pg15.Classify("postmaster", Stack(root + ";pg_strong_random;RAND_status")), "fork");
   EXPECT_EQ(pg15.Classify("postmaster", Stack(root + ";asm_exc_page_fault;exc_page_fault;do_wp_page")),
-            "postmaster-other");
+            "postmaster_other");
   EXPECT_EQ(pg15.Classify("backend", Stack(root + ";pg_strong_random")), "startup");
   EXPECT_EQ(pg15.Classify("checkpointer", Stack(root + ";AuxiliaryProcessMain;CheckpointerMain")), "aux");
 }
@@ -87,7 +87,7 @@ TEST(PhaseRulesTest, RulesFollowTheMajorVersion) {
   EXPECT_EQ(PhaseClassifier(17).Classify("backend", pg17_startup), "startup");
   const std::vector<std::string> launch = Stack("main;PostmasterMain;[postgres];postmaster_child_launch");
   EXPECT_EQ(PhaseClassifier(17).Classify("postmaster", launch), "fork");
-  EXPECT_EQ(PhaseClassifier(15).Classify("postmaster", launch), "postmaster-other");
+  EXPECT_EQ(PhaseClassifier(15).Classify("postmaster", launch), "postmaster_other");
   std::ostringstream out15, out17;
   ExplainPhases(out15, 15);
   ExplainPhases(out17, 17);
