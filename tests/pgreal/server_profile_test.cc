@@ -37,8 +37,9 @@ int64_t PhaseCount(const ServerProfile& profile, std::string_view phase) {
 }
 
 TEST(ServerProfileTest, CannedBackendLifeIsClassified) {
-  // postmaster 4109, its walwriter-like child 4110 alive at perf's start,
-  // backend 4175 forked during the recording; pgbench samples are not the server's.
+  // postmaster 4109, its checkpointer 4110 alive at perf's start (its one
+  // sample added by hand to the capture), backend 4175 forked during the
+  // recording; pgbench samples are not the server's.
   const std::string script = ReadTestData("pg15_backend.perf-script");
   absl::StatusOr<ServerProfile> profile = BuildServerProfile(script, 4109, {{4110, "checkpointer"}}, 15);
   ASSERT_TRUE(profile.ok()) << profile.status();
@@ -56,6 +57,8 @@ TEST(ServerProfileTest, CannedBackendLifeIsClassified) {
   EXPECT_EQ(profile->unclaimed_samples, PhaseCount(*profile, kUnclaimed));
   EXPECT_GT(profile->stacks.Under("backend").total_samples(), 0);
   EXPECT_GT(profile->stacks.Under("postmaster").total_samples(), 0);
+  EXPECT_EQ(profile->stacks.Under("checkpointer").total_samples(), 1) << "an auxiliary process under its own name";
+  EXPECT_EQ(PhaseCount(*profile, "aux"), 1);
   // Kernel frames kept: the postmaster's fork shows copy_process.
   EXPECT_NE(profile->by_phase.at("fork").ToText().find("copy_process"), std::string::npos);
 }
