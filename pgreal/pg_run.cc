@@ -9,6 +9,7 @@
 #include "base/interleaved.h"
 #include "base/resource_usage.h"
 #include "pgreal/internal/processes.h"
+#include "profiling/perf_record.h"
 
 namespace backendlab::pgreal {
 namespace {
@@ -80,22 +81,35 @@ absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninf
   return absl::OkStatus();
 }
 
-// The recorded pass of --profile: the same loop, with no counters open.
+// --profile's pair of passes: the same loop unrecorded, then recorded, with
+// no counters open, so that the two rates side by side are what recording
+// cost. Each pass waits for its backends to be reaped, so the recording
+// holds their exit, teardown and reap.
 absl::Status ProfileOnce(const PgRunOptions& options, const std::string& conninfo, pid_t postmaster, int major,
                          PgTargetResult& target) {
   LoopOptions loop = options.loop;
   loop.conninfo = conninfo;
+  const size_t baseline = internal::ChildrenOf(postmaster).size();
+  absl::StatusOr<LoopResult> plain = RunConnectLoop(loop);
+  if (!plain.ok()) return plain.status();
+  WaitForBackendsToExit(postmaster, baseline);
   double rate = 0;
   ServerProfileOptions profile_options = options.profile_options;
   profile_options.major = major;
   absl::StatusOr<ServerProfile> profile = ProfileServer(postmaster, profile_options, [&]() -> absl::Status {
     absl::StatusOr<LoopResult> result = RunConnectLoop(loop);
     if (!result.ok()) return result.status();
+    WaitForBackendsToExit(postmaster, baseline);
     rate = result->connections_per_second();
     return absl::OkStatus();
   });
   if (!profile.ok()) return profile.status();
+  if (profile->server_samples == 0) {
+    return absl::InternalError(absl::StrCat("perf recorded no sample of process ", postmaster,
+                                            " or its children: is it the server's postmaster?"));
+  }
   target.profile = std::move(*profile);
+  target.unrecorded_rate = plain->connections_per_second();
   target.profiled_rate = rate;
   return absl::OkStatus();
 }
@@ -107,6 +121,9 @@ absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& 
   if (options.loop.clients < 1) return absl::InvalidArgumentError("--clients must be at least 1");
   if (options.profile && !options.conninfo.empty() && options.postmaster_pid <= 0) {
     return absl::InvalidArgumentError("--profile of an existing server needs its --postmaster-pid");
+  }
+  if (options.profile) {
+    if (absl::Status s = profiling::SystemWideRecordingAvailable(); !s.ok()) return s;
   }
   std::unique_ptr<PgServers> run(new PgServers(options));
   PgResult& result = run->result_;

@@ -43,10 +43,10 @@ struct PgRunOptions {
   // perf_event_open counters on the postmaster, inherited by every backend it
   // forks during the run (off: to measure what counting costs).
   bool server_counters = true;
-  // After the rounds, one more loop per server recorded by perf
-  // (ProfileServer, system-wide, kept to the server's processes); its
-  // conn/s beside the rounds' median is what the recording cost. `major` is
-  // set per server.
+  // After the rounds, two more loops per server: one unrecorded, then one
+  // recorded by perf (ProfileServer: system-wide, kept to the server's
+  // processes); their conn/s side by side are what the recording cost.
+  // `major` is set per server.
   bool profile = false;
   ServerProfileOptions profile_options;
   std::function<void(const std::string&)> progress;
@@ -69,8 +69,10 @@ struct PgTargetResult {
   int64_t server_cpu_ns = 0;
   int64_t server_minor_faults = 0;
   int64_t server_major_faults = 0;
-  // --profile: the recorded pass and its conn/s (no counters open meanwhile).
+  // --profile: an unrecorded pass and the recorded one right after it, their
+  // conn/s (no counters open in either), and the recorded pass's profile.
   std::optional<ServerProfile> profile;
+  double unrecorded_rate = 0;
   double profiled_rate = 0;
 };
 

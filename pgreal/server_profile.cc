@@ -101,6 +101,7 @@ absl::StatusOr<ServerProfile> BuildServerProfile(std::string_view perf_script, i
   ServerProfile profile;
   profile.major = major;
   profile.other_samples = tree->other_samples;
+  profile.lost_samples = tree->lost_samples;
   profile.backends_forked = tree->forks;
   absl::flat_hash_map<std::string_view, int64_t> counts;
   std::vector<std::string> rooted;

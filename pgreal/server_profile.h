@@ -48,6 +48,7 @@ struct ServerProfile {
   int64_t server_samples = 0;     // == stacks.total_samples()
   int64_t unclaimed_samples = 0;  // also the kUnclaimed row
   int64_t other_samples = 0;      // dropped: other processes' and the idle task's
+  int64_t lost_samples = 0;       // perf could not keep them (ring buffer full), whoever's they were
   int64_t backends_forked = 0;    // processes the postmaster (or its children) forked while recorded
   std::string unwinder = "dwarf";
   double record_seconds = 0;      // perf enabled → disabled

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -56,6 +57,19 @@ constexpr FlagSpec kFlags[] = {
 };
 
 
+// A --pg-versions entry: a major version tools/fetch-postgres knows.
+absl::StatusOr<int> ParseMajor(const std::string& text) {
+  int major;
+  if (!absl::SimpleAtoi(text, &major) || major < 10 || major > 18) {
+    return absl::InvalidArgumentError(absl::StrCat("--pg-versions: ", Quoted(text), " is not a major version from 10 to 18"));
+  }
+  return major;
+}
+
+// --top and --out of --profile, with their defaults.
+absl::StatusOr<int64_t> TopN(const Flags& flags) { return flags.Has("top") ? flags.GetInt("top", 1, 1000) : 15; }
+std::string ProfileDirectory(const Flags& flags) { return flags.Has("out") ? flags.Get("out") : "backendlab-pg-profile"; }
+
 Cell PerConnection(int64_t total, int64_t connections, double scale = 1) {
   if (total < 0 || connections <= 0) return std::monostate{};
   return static_cast<double>(total) * scale / static_cast<double>(connections);
@@ -90,12 +104,9 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
       absl::StatusOr<std::vector<std::string>> versions = flags.GetList("pg-versions");
       if (!versions.ok()) return versions.status();
       for (const std::string& v : *versions) {
-        int major;
-        if (!absl::SimpleAtoi(v, &major) || major < 10 || major > 18) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("--pg-versions: ", Quoted(v), " is not a major version from 10 to 18"));
-        }
-        absl::StatusOr<pgreal::Installation> i = pgreal::InstallationOfMajor(major, pgreal::FetchedPostgresDir());
+        absl::StatusOr<int> major = ParseMajor(v);
+        if (!major.ok()) return major.status();
+        absl::StatusOr<pgreal::Installation> i = pgreal::InstallationOfMajor(*major, pgreal::FetchedPostgresDir());
         if (!i.ok()) return i.status();
         options.installations.push_back(*i);
       }
@@ -167,7 +178,7 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
   options.loop.query = flags.Get("query");
   absl::StatusOr<bool> profile = flags.GetBool("profile");
   absl::StatusOr<int64_t> frequency = flags.Has("frequency") ? flags.GetInt("frequency", 1, 10'000) : 999;
-  absl::StatusOr<int64_t> top_n = flags.Has("top") ? flags.GetInt("top", 1, 1000) : 15;  // used after the run
+  absl::StatusOr<int64_t> top_n = TopN(flags);  // used after the run
   for (const absl::Status& s : {profile.status(), frequency.status(), top_n.status()}) {
     if (!s.ok()) return s;
   }
@@ -186,11 +197,9 @@ absl::Status ExplainPhasesOf(const Flags& flags, std::ostream& out) {
     absl::StatusOr<std::vector<std::string>> versions = flags.GetList("pg-versions");
     if (!versions.ok()) return versions.status();
     for (const std::string& v : *versions) {
-      int major;
-      if (!absl::SimpleAtoi(v, &major) || major < 10 || major > 18) {
-        return absl::InvalidArgumentError(absl::StrCat("--pg-versions: ", Quoted(v), " is not a major version from 10 to 18"));
-      }
-      majors.push_back(major);
+      absl::StatusOr<int> major = ParseMajor(v);
+      if (!major.ok()) return major.status();
+      majors.push_back(*major);
     }
   } else {
     absl::StatusOr<pgreal::Installation> i =
@@ -216,9 +225,9 @@ std::string ProfileSubdirectory(const std::string& label) {
 // adds what the header's JSON says of it.
 absl::Status ReportProfiles(const Flags& flags, const pgreal::PgResult& result, std::ostream& out,
                             nlohmann::json& header) {
-  absl::StatusOr<int64_t> top_n = flags.Has("top") ? flags.GetInt("top", 1, 1000) : 15;
+  absl::StatusOr<int64_t> top_n = TopN(flags);
   if (!top_n.ok()) return top_n.status();
-  const std::string dir = flags.Has("out") ? flags.Get("out") : "backendlab-pg-profile";
+  const std::string dir = ProfileDirectory(flags);
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(dir), ": ", std::strerror(errno)));
   }
@@ -226,11 +235,11 @@ absl::Status ReportProfiles(const Flags& flags, const pgreal::PgResult& result, 
   for (const pgreal::PgTargetResult& t : result.targets) {
     if (!t.profile) continue;
     const double rate = Summarize(t.rates).median;
-    const double cost = rate > 0 ? 100.0 * (1 - t.profiled_rate / rate) : 0;
+    const double change = t.unrecorded_rate > 0 ? 100.0 * (t.profiled_rate / t.unrecorded_rate - 1) : 0;
     out << "\n== " << t.label << " under perf ==\n";
-    out << absl::StrFormat("recorded pass: %.1f conn/s against %.1f (the rounds' median, counters open): "
-                           "%.1f %% slower while recorded\n",
-                           t.profiled_rate, rate, cost);
+    out << absl::StrFormat("recording cost: %.1f conn/s recorded against %.1f unrecorded just before (one pair of "
+                           "passes, no counters open): %.1f %% %s\n",
+                           t.profiled_rate, t.unrecorded_rate, std::abs(change), change <= 0 ? "slower" : "faster");
     PrintPgProfile(out, *t.profile, *top_n);
     const std::string subdir = absl::StrCat(dir, "/", ProfileSubdirectory(t.label));
     if (mkdir(subdir.c_str(), 0755) != 0 && errno != EEXIST) {
@@ -246,11 +255,13 @@ absl::Status ReportProfiles(const Flags& flags, const pgreal::PgResult& result, 
                          {"server_samples", t.profile->server_samples},
                          {"unclaimed_samples", t.profile->unclaimed_samples},
                          {"other_samples", t.profile->other_samples},
+                         {"lost_samples", t.profile->lost_samples},
                          {"backends_forked", t.profile->backends_forked},
                          {"unwinder", t.profile->unwinder},
                          {"frequency_hz", t.profile->frequency_hz},
                          {"record_seconds", t.profile->record_seconds},
                          {"profiled_connections_per_second", t.profiled_rate},
+                         {"unrecorded_connections_per_second", t.unrecorded_rate},
                          {"connections_per_second", rate}};
   }
   header["profiles"] = profiles;
@@ -282,7 +293,8 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
   if (*explain) return ExplainPhasesOf(*flags, out);
   absl::StatusOr<pgreal::PgRunOptions> options = OptionsFromFlags(*flags);
   if (!options.ok()) return options.status();
-  if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;
+  // --profile's default --out too, before the run rather than after it.
+  if (absl::Status s = CheckOutputPaths(*flags, options->profile ? ProfileDirectory(*flags) : ""); !s.ok()) return s;
   const bool progress = isatty(STDERR_FILENO);
   if (progress) {
     options->progress = [](const std::string& line) { std::fprintf(stderr, "\r%s\033[K", line.c_str()); };

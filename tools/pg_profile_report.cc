@@ -18,10 +18,14 @@ double Percent(int64_t part, int64_t whole) { return whole > 0 ? 100.0 * part / 
 void PrintPgProfile(std::ostream& out, const pgreal::ServerProfile& profile, int64_t top_n) {
   out << absl::StrFormat(
       "perf: every CPU, cpu-clock at %d Hz, %s unwinding, %.1f s recorded: %d samples of the server "
-      "(%d processes forked meanwhile), %d of other processes dropped\n",
+      "(%d backends forked meanwhile), %d of other processes dropped\n",
       profile.frequency_hz, profile.unwinder, profile.record_seconds, profile.server_samples,
       profile.backends_forked, profile.other_samples);
   out << "  " << absl::StrJoin(profile.perf_command, " ") << "\n";
+  if (profile.lost_samples > 0) {
+    out << absl::StrFormat("perf lost %d samples (its ring buffer was full): the shares below are of the samples it kept\n",
+                           profile.lost_samples);
+  }
   out << absl::StrFormat("phases of PostgreSQL %d (rules: --explain-phases):\n", profile.major);
   out << absl::StrFormat("%-17s %9s %9s\n", "phase", "samples", "% server");
   for (const pgreal::PhaseSamples& p : profile.phases) {

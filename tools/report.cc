@@ -96,12 +96,13 @@ absl::Status WriteFile(const std::string& path, Write write) {
 
 }  // namespace
 
-absl::Status CheckOutputPaths(const Flags& flags) {
+absl::Status CheckOutputPaths(const Flags& flags, const std::string& default_out) {
   for (std::string_view flag : {"json", "csv", "svg"}) {
     if (!flags.Has(flag)) continue;
     if (absl::Status s = CheckOutputFile(flag, flags.Get(flag)); !s.ok()) return s;
   }
   if (flags.Has("out")) return CheckOutputDirectory("out", flags.Get("out"));
+  if (!default_out.empty()) return CheckOutputDirectory("out", default_out);
   return absl::OkStatus();
 }
 

@@ -64,7 +64,8 @@ absl::Status WriteTextFile(const std::string& path, std::string_view text);
 // directory: it exists and is writable, or can be created in its parent).
 // Nothing is created: a run that fails later leaves no empty file behind.
 // An error names the flag and the path (a run failure: exit 1).
-absl::Status CheckOutputPaths(const Flags& flags);
+// `default_out`: the directory an --out left unsaid stands for, checked too.
+absl::Status CheckOutputPaths(const Flags& flags, const std::string& default_out = "");
 
 }  // namespace backendlab::tools
 
