@@ -71,7 +71,7 @@ struct SystemWideRecording {
 // for a 3 s recording on the development VM.
 //
 // System-wide rather than `-p PID` with inheritance: the latter cost about
-// 50 % of a PostgreSQL server's connection rate here, -a about 10 % (issue 10).
+// 50 % of a PostgreSQL server's connection rate here, -a 5-10 % (pgreal/README.md).
 //
 // Errors, each one line: FailedPrecondition when perf is not installed;
 // Unavailable when perf ends before acknowledging (-a needs root,
