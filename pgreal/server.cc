@@ -61,16 +61,6 @@ absl::StatusOr<int> FreePort() {
   return port;
 }
 
-// A conninfo value in single quotes, as libpq reads them.
-std::string ConninfoValue(const std::string& v) {
-  std::string q = "'";
-  for (char c : v) {
-    if (c == '\'' || c == '\\') q += '\\';
-    q += c;
-  }
-  return q + "'";
-}
-
 std::string RandomPassword() {
   unsigned char bytes[16];
   size_t got = 0;
@@ -87,17 +77,6 @@ std::string SizeSetting(int64_t bytes) {
   if (bytes % (1LL << 30) == 0) return absl::StrCat(bytes >> 30, "GB");
   if (bytes % (1LL << 20) == 0) return absl::StrCat(bytes >> 20, "MB");
   return absl::StrCat(bytes >> 10, "kB");
-}
-
-// Waits up to `timeout_ns` for `pid` to end; true and *status once it has.
-bool WaitFor(pid_t pid, int64_t timeout_ns, int* status) {
-  const int64_t end = NowNs() + timeout_ns;
-  for (;;) {
-    const pid_t r = waitpid(pid, status, WNOHANG);
-    if (r == pid || (r < 0 && errno == ECHILD)) return true;
-    if (NowNs() > end) return false;
-    usleep(10'000);
-  }
 }
 
 }  // namespace
@@ -273,7 +252,7 @@ absl::Status Server::Launch() {
   absl::StatusOr<pid_t> pid = internal::Spawn(argv, {user_, log, SIGINT});
   if (!pid.ok()) return pid.status();
   pid_ = *pid;
-  conninfo_ = absl::StrCat("host=", ConninfoValue(dir_), " port=", port_, " user=postgres dbname=postgres");
+  conninfo_ = absl::StrCat("host=", internal::ConninfoValue(dir_), " port=", port_, " user=postgres dbname=postgres");
 
   const int64_t deadline = NowNs() + kStartTimeoutNs;
   for (;;) {
@@ -336,15 +315,15 @@ absl::Status Server::Stop() {
     const std::vector<pid_t> children = internal::ChildrenOf(pid_);
     int status = 0;
     kill(pid_, SIGINT);
-    bool ended = WaitFor(pid_, kFastStopTimeoutNs, &status);
+    bool ended = internal::WaitForExit(pid_, kFastStopTimeoutNs, &status);
     if (!ended) {
       kill(pid_, SIGQUIT);
-      ended = WaitFor(pid_, kQuitTimeoutNs, &status);
+      ended = internal::WaitForExit(pid_, kQuitTimeoutNs, &status);
     }
     if (!ended) {
       kill(pid_, SIGKILL);
       for (pid_t child : children) kill(child, SIGKILL);
-      WaitFor(pid_, kQuitTimeoutNs, &status);
+      internal::WaitForExit(pid_, kQuitTimeoutNs, &status);
       if (shm_id_ >= 0) shmctl(shm_id_, IPC_RMID, nullptr);
       result = absl::InternalError(absl::StrCat("the server did not stop (SIGINT, then SIGQUIT) and was killed; "
                                                 "its log ends:", LogTail()));

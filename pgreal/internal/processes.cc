@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "base/interleaved.h"
 #include "base/interrupt.h"
+#include "base/resource_usage.h"
 
 namespace backendlab::pgreal::internal {
 namespace {
@@ -210,6 +211,25 @@ absl::Status RemoveTree(const std::string& path) {
       [](const char* p, const struct stat*, int, FTW*) { return remove(p) == 0 || errno == ENOENT ? 0 : -1; }, 16,
       FTW_DEPTH | FTW_PHYS);
   return r == 0 ? absl::OkStatus() : ErrnoStatus("cannot remove " + path);
+}
+
+bool WaitForExit(pid_t pid, int64_t timeout_ns, int* status) {
+  const int64_t end = NowNs() + timeout_ns;
+  for (;;) {
+    const pid_t r = waitpid(pid, status, WNOHANG);
+    if (r == pid || (r < 0 && errno == ECHILD)) return true;
+    if (NowNs() > end) return false;
+    usleep(10'000);
+  }
+}
+
+std::string ConninfoValue(const std::string& value) {
+  std::string quoted = "'";
+  for (char c : value) {
+    if (c == '\'' || c == '\\') quoted += '\\';
+    quoted += c;
+  }
+  return quoted + "'";
 }
 
 }  // namespace backendlab::pgreal::internal

@@ -47,6 +47,13 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOpt
 // Cancelled.
 absl::Status RunToEnd(const std::vector<std::string>& argv, const SpawnOptions& options);
 
+// Waits up to `timeout_ns` for the child `pid` to end; true and *status
+// once it has (or when there is no such child to wait for).
+bool WaitForExit(pid_t pid, int64_t timeout_ns, int* status);
+
+// A conninfo value in single quotes, as libpq reads them.
+std::string ConninfoValue(const std::string& value);
+
 // "exit status 3", "killed by signal 9 (Killed)".
 std::string DescribeWaitStatus(int status);
 
