@@ -31,7 +31,7 @@ void WaitForBackendsToExit(pid_t postmaster, size_t baseline) {
 
 // One measured loop against one server, its figures added to `target`.
 absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninfo, pid_t postmaster,
-                         PgTargetResult& target) {
+                         Pooler* pooler, PgTargetResult& target) {
   LoopOptions loop = options.loop;
   loop.conninfo = conninfo;
   std::vector<int64_t> before(std::size(kServerEvents), -1), after(std::size(kServerEvents), -1);
@@ -48,8 +48,21 @@ absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninf
     }
     proc_before = internal::ReadProcessTotals(postmaster);
   }
+  const std::optional<internal::ProcessTotals> pooler_before =
+      pooler != nullptr ? internal::ReadProcessTotals(pooler->pid()) : std::nullopt;
   absl::StatusOr<LoopResult> result = RunConnectLoop(loop);
   if (!result.ok()) return result.status();
+  if (pooler != nullptr) {
+    const std::optional<internal::ProcessTotals> pooler_after = internal::ReadProcessTotals(pooler->pid());
+    target.pooler_available = pooler_before && pooler_after;
+    if (target.pooler_available) target.pooler_cpu_ns += pooler_after->cpu_ns - pooler_before->cpu_ns;
+    // The pooled backends live on between clients: counted now, then let go
+    // so that their counts join the postmaster's before they are read.
+    const size_t alive = internal::ChildrenOf(postmaster).size();
+    target.server_backends = std::max<int64_t>(target.server_backends, 0) +
+                             static_cast<int64_t>(alive > baseline ? alive - baseline : 0);
+    if (absl::Status s = pooler->CloseServerConnections(); !s.ok()) return s;
+  }
   if (postmaster > 0) {
     WaitForBackendsToExit(postmaster, baseline);
     if (options.server_counters) counters.ReadAll(profiling::PerfCounters::PhaseEdge::kEnd, after);
@@ -125,6 +138,16 @@ absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& 
   if (options.profile) {
     if (absl::Status s = profiling::SystemWideRecordingAvailable(); !s.ok()) return s;
   }
+  std::string pgbouncer;
+  if (!options.via.empty()) {
+    if (!options.conninfo.empty()) {
+      return absl::InvalidArgumentError(
+          "--via puts a pooler in front of a server the tool starts; for an existing pooler, give its --conninfo");
+    }
+    absl::StatusOr<std::string> found = FindPgBouncer(options.pgbouncer);
+    if (!found.ok()) return found.status();
+    pgbouncer = *found;
+  }
   std::unique_ptr<PgServers> run(new PgServers(options));
   PgResult& result = run->result_;
   if (!options.conninfo.empty()) {
@@ -158,13 +181,42 @@ absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& 
       target.installation = installation;
       target.shared_buffers_bytes = size;
       target.settings = (*created)->settings();
-      result.targets.push_back(std::move(target));
+      for (size_t v = 0; v <= options.via.size(); ++v) {
+        PgTargetResult t = target;
+        if (v > 0) {
+          t.via = options.via[v - 1].label();
+          t.label = absl::StrCat(target.label, " via ", t.via);
+        }
+        result.targets.push_back(std::move(t));
+        run->server_of_.push_back(run->servers_.size());
+        run->poolers_.emplace_back();
+      }
       run->servers_.push_back(std::move(*created));
     }
   }
-  for (size_t i = 0; i < run->servers_.size(); ++i) {
-    if (options.progress) options.progress(absl::StrCat("starting the server for ", result.targets[i].label));
-    if (absl::Status s = run->servers_[i]->StartPostmaster(); !s.ok()) return s;
+  for (size_t i = 0; i < result.targets.size(); ++i) {
+    Server& server = *run->servers_[run->server_of_[i]];
+    if (result.targets[i].via.empty()) {
+      if (options.progress) options.progress(absl::StrCat("starting the server for ", result.targets[i].label));
+      if (absl::Status s = server.StartPostmaster(); !s.ok()) return s;
+      continue;
+    }
+    if (options.progress) options.progress(absl::StrCat("starting ", result.targets[i].label));
+    PoolerOptions pooler;
+    absl::StatusOr<Via> via = ParseVia(result.targets[i].via);
+    if (!via.ok()) return via.status();
+    pooler.via = *via;
+    pooler.binary = pgbouncer;
+    pooler.directory = absl::StrCat(server.directory(), "/pooler-", via->mode == PoolMode::kSession ? "session" : "transaction");
+    pooler.user = server.user();
+    pooler.server_socket_directory = server.directory();
+    pooler.server_port = server.port();
+    pooler.pool_size = options.loop.clients;
+    pooler.max_clients = options.loop.clients + 10;
+    pooler.keep = options.server.keep;
+    absl::StatusOr<std::unique_ptr<Pooler>> started = Pooler::Start(pooler);
+    if (!started.ok()) return started.status();
+    run->poolers_[i] = std::move(*started);
   }
   return run;
 }
@@ -173,15 +225,22 @@ PgServers::~PgServers() { StopAll().IgnoreError(); }
 
 absl::Status PgServers::Measure(size_t i) {
   PgTargetResult& target = result_.targets[i];
-  if (servers_.empty()) return MeasureOnce(options_, options_.conninfo, options_.postmaster_pid, target);
-  Server& server = *servers_[i];
-  absl::Status s = MeasureOnce(options_, server.conninfo(), server.postmaster_pid(), target);
+  if (servers_.empty()) return MeasureOnce(options_, options_.conninfo, options_.postmaster_pid, nullptr, target);
+  Server& server = *servers_[server_of_[i]];
+  Pooler* pooler = poolers_[i].get();
+  absl::Status s = MeasureOnce(options_, pooler != nullptr ? pooler->conninfo() : server.conninfo(),
+                               server.postmaster_pid(), pooler, target);
   if (!s.ok() && !absl::IsCancelled(s)) {
-    // A failed connection because the server died: say that, with its log.
+    // A failed connection because the server or the pooler died: say that,
+    // with its log.
     if (absl::Status alive = server.CheckRunning(); !alive.ok()) return alive;
+    if (pooler != nullptr) {
+      if (absl::Status alive = pooler->CheckRunning(); !alive.ok()) return alive;
+    }
     return absl::Status(s.code(), absl::StrCat(target.label, ": ", s.message(), server.LogTail(5)));
   }
   if (s.ok()) s = server.CheckRunning();
+  if (s.ok() && pooler != nullptr) s = pooler->CheckRunning();
   return s;
 }
 
@@ -197,7 +256,8 @@ absl::Status PgServers::Profile() {
       }
       continue;
     }
-    Server& server = *servers_[i];
+    if (!target.via.empty()) continue;  // the server's phases are its direct target's
+    Server& server = *servers_[server_of_[i]];
     absl::Status s = ProfileOnce(options_, server.conninfo(), server.postmaster_pid(), target.installation.major, target);
     if (s.ok()) {
       s = server.CheckRunning();
@@ -211,6 +271,13 @@ absl::Status PgServers::Profile() {
 
 absl::Status PgServers::StopAll() {
   absl::Status status;
+  // The poolers first: their server connections go before the server does.
+  for (std::unique_ptr<Pooler>& pooler : poolers_) {
+    if (pooler == nullptr) continue;
+    absl::Status stopped = pooler->Stop();
+    if (status.ok() && !stopped.ok()) status = stopped;
+  }
+  poolers_.clear();
   for (std::unique_ptr<Server>& server : servers_) {
     absl::Status stopped = server->Stop();
     if (status.ok() && !stopped.ok()) status = stopped;

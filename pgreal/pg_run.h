@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "pgreal/connect_loop.h"
 #include "pgreal/installation.h"
+#include "pgreal/pooler.h"
 #include "pgreal/server.h"
 #include "pgreal/server_profile.h"
 #include "profiling/perf_events.h"
@@ -49,12 +50,18 @@ struct PgRunOptions {
   // `major` is set per server.
   bool profile = false;
   ServerProfileOptions profile_options;
+  // Each server also measured through a pooler per entry (--via), as a
+  // target of its own, interleaved with the direct one; `pgbouncer` is the
+  // binary's path ("" for FindPgBouncer's search).
+  std::vector<Via> via;
+  std::string pgbouncer;
   std::function<void(const std::string&)> progress;
 };
 
 // One server's figures, summed or merged over the rounds.
 struct PgTargetResult {
-  std::string label;  // "15/128MB", or "conninfo"
+  std::string label;  // "15/128MB", "15/128MB via pgbouncer:session", or "conninfo"
+  std::string via;    // "" (direct) or Via::label()
   Installation installation;
   int64_t shared_buffers_bytes = 0;  // 0 for --conninfo
   Settings settings;                 // as passed to the server
@@ -69,6 +76,14 @@ struct PgTargetResult {
   int64_t server_cpu_ns = 0;
   int64_t server_minor_faults = 0;
   int64_t server_major_faults = 0;
+  // Through a pooler: the server's backends forked for it (new children of
+  // the postmaster alive at each loop's end, before the pooler is told to
+  // drop its server connections), summed over the rounds; -1 when direct
+  // (one backend per connection, by PostgreSQL's design). And the pooler's
+  // own CPU (/proc/PID/stat).
+  int64_t server_backends = -1;
+  bool pooler_available = false;
+  int64_t pooler_cpu_ns = 0;
   // --profile: an unrecorded pass and the recorded one right after it, their
   // conn/s (no counters open in either), and the recorded pass's profile.
   std::optional<ServerProfile> profile;
@@ -112,6 +127,8 @@ class PgServers {
   PgRunOptions options_;
   PgResult result_;
   std::vector<std::unique_ptr<Server>> servers_;  // empty for --conninfo
+  std::vector<size_t> server_of_;                 // target -> its server in servers_
+  std::vector<std::unique_ptr<Pooler>> poolers_;  // target -> its pooler, null when direct
 };
 
 // Start, options.rounds rounds round robin (base/interleaved.h), --profile's

@@ -93,6 +93,8 @@ class Server {
   std::string data_directory() const { return dir_ + "/data"; }
   const Settings& settings() const { return settings_; }
   int port() const { return port_; }
+  // The user the server runs as when the tool is root; none otherwise.
+  const std::optional<internal::User>& user() const { return user_; }
   // The last lines of the server's log, each prefixed "  | ".
   std::string LogTail(int lines = 15) const;
 

@@ -43,6 +43,7 @@ constexpr FlagSpec kFlags[] = {
     {"work-lookups", "100", "catcache lookups per backend"},
     {"syscalls", "off", "count syscalls per phase: on or off"},
     {"with-pg", "off", "also a real PostgreSQL server per shared_buffers (Debian's 15), measured in the same rounds: on or off"},
+    {"via", "", "with --with-pg: also through a pooler, pgbouncer[:session|:transaction][,...] (see pg)"},
     {"baseline", "", "ratios against this layout/exit-check[/catcache[/syscache]] (default: array/always if run, else the first)"},
     {"json", "", "also write the rows as JSON to this file"},
     {"csv", "", "also write the rows as CSV to this file"},
@@ -122,6 +123,15 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
     pg_options.loop.connections = base->connections;
     pg_options.loop.warmup = base->warmup;
     pg_options.rounds = *rounds;
+    if (flags->Has("via")) {
+      absl::StatusOr<std::vector<std::string>> vias = flags->GetList("via");
+      if (!vias.ok()) return vias.status();
+      absl::StatusOr<std::vector<pgreal::Via>> parsed = pgreal::ParseVias(*vias);
+      if (!parsed.ok()) return parsed.status();
+      pg_options.via = *parsed;
+    }
+  } else if (flags->Has("via")) {
+    return absl::InvalidArgumentError("--via goes with --with-pg");
   }
   if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;
   std::unique_ptr<pgreal::PgServers> pg;

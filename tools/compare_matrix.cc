@@ -193,7 +193,8 @@ Report CompareReport(const CompareMatrix& matrix) {
 }
 
 std::string PgConfigLabel(const pgreal::PgTargetResult& target) {
-  return absl::StrCat("pg", target.installation.major);
+  return target.via.empty() ? absl::StrCat("pg", target.installation.major)
+                            : absl::StrCat("pg", target.installation.major, " via ", target.via);
 }
 
 void AddPgRows(Report& report, const CompareMatrix& matrix, std::span<const pgreal::PgTargetResult> targets) {

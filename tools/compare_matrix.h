@@ -56,7 +56,8 @@ const CompareConfig* BaselineOf(const CompareMatrix& matrix, const CompareConfig
 // the baseline's figure is 0).
 Report CompareReport(const CompareMatrix& matrix);
 
-// "pg15": a real server's name in compare's table and chart.
+// "pg15", "pg15 via pgbouncer:session": a real server's name in compare's
+// table and chart.
 std::string PgConfigLabel(const pgreal::PgTargetResult& target);
 
 // `compare --with-pg`: a real server's rows after the mock's, one per

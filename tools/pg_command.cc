@@ -47,6 +47,8 @@ constexpr FlagSpec kFlags[] = {
     {"conninfo", "", "measure this existing server instead (libpq connection string); no start, no stop"},
     {"postmaster-pid", "", "with --conninfo: the server's postmaster, for server-side figures"},
     {"server-counters", "on", "perf counters on the postmaster, inherited by its backends: on or off"},
+    {"via", "", "also through a pooler, a row per entry beside the direct one: pgbouncer[:session|:transaction][,...]"},
+    {"pgbouncer", "", "with --via: the pgbouncer binary (default: on PATH, else /usr/sbin/pgbouncer)"},
     {"profile", "off", "after the rounds, one more loop per server under perf record -a (DWARF call graphs): phases, top functions, flame graphs"},
     {"explain-phases", "off", "print the phase rules --profile uses, for the chosen versions, and exit"},
     {"out", "", "with --profile: directory for the folded stacks and flame graphs, a subdirectory per server (default backendlab-pg-profile)"},
@@ -79,7 +81,7 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
   pgreal::PgRunOptions options;
   const bool existing = flags.Has("conninfo");
   if (existing) {
-    for (const char* owned : {"bindir", "pg-versions", "shared-buffers", "tcp", "set", "keep", "run-as"}) {
+    for (const char* owned : {"bindir", "pg-versions", "shared-buffers", "tcp", "set", "keep", "run-as", "via", "pgbouncer"}) {
       if (flags.Has(owned) && flags.Get(owned) != "off") {
         return absl::InvalidArgumentError(
             absl::StrCat("--", owned, " is for a server the tool starts; --conninfo names an existing one"));
@@ -176,6 +178,15 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
     options.loop.connections = *n;
   }
   options.loop.query = flags.Get("query");
+  if (flags.Has("via")) {
+    absl::StatusOr<std::vector<std::string>> vias = flags.GetList("via");
+    if (!vias.ok()) return vias.status();
+    absl::StatusOr<std::vector<pgreal::Via>> parsed = pgreal::ParseVias(*vias);
+    if (!parsed.ok()) return parsed.status();
+    options.via = *parsed;
+  }
+  if (flags.Has("pgbouncer") && options.via.empty()) return absl::InvalidArgumentError("--pgbouncer goes with --via");
+  options.pgbouncer = flags.Get("pgbouncer");
   absl::StatusOr<bool> profile = flags.GetBool("profile");
   absl::StatusOr<int64_t> frequency = flags.Has("frequency") ? flags.GetInt("frequency", 1, 10'000) : 999;
   absl::StatusOr<int64_t> top_n = TopN(flags);  // used after the run
@@ -341,6 +352,9 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
                  {"server_major_faults", "major", 2},
                  {"server_context_switches", "ctx sw"},
                  {"server_syscalls", "syscalls"},
+                 {"via", ""},
+                 {"server_backends", "backends"},
+                 {"pooler_cpu_us", "pooler CPU us"},
                  {"connections", ""}});
   for (const pgreal::PgTargetResult& t : result->targets) {
     const double rate = Summarize(t.rates).median;
@@ -355,12 +369,31 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
                    PerConnection(t.loop.client.cpu_ns, n, 1e-3),
                    t.proc_available ? PerConnection(t.server_cpu_ns, n, 1e-3) : Cell{}, event(0, 1e-3), event(1),
                    t.proc_available ? PerConnection(t.server_minor_faults, n) : Cell{},
-                   t.proc_available ? PerConnection(t.server_major_faults, n) : Cell{}, event(2), event(3), n});
+                   t.proc_available ? PerConnection(t.server_major_faults, n) : Cell{}, event(2), event(3),
+                   t.via.empty() ? Cell{} : Cell{t.via}, t.server_backends >= 0 ? Cell{t.server_backends} : Cell{},
+                   t.pooler_available ? PerConnection(t.pooler_cpu_ns, n, 1e-3) : Cell{}, n});
   }
   report.PrintText(out);
   out << "per connection; conn/s is the median of the rounds, the rest over every measured connection.\n"
          "server: the postmaster and every backend it forked in the run (perf counters inherited: task-clock,\n"
          "faults, ctx sw, syscalls; the kernel's own accounting of reaped children: server CPU, minor, major).\n";
+  if (!options->via.empty()) {
+    out << "through a pooler: server columns are per client connection, the pooled backends' whole lives included;\n"
+           "backends: the server's backends forked for the pooler over the run (new children of the postmaster at\n"
+           "each loop's end); the direct rows fork one per connection.\n";
+    const pgreal::PgTargetResult* direct = nullptr;
+    for (const pgreal::PgTargetResult& t : result->targets) {
+      if (t.via.empty()) {
+        direct = &t;
+        continue;
+      }
+      const double direct_rate = direct != nullptr ? Summarize(direct->rates).median : 0;
+      if (direct_rate <= 0) continue;
+      out << absl::StrFormat("%s: %.2fx the direct conn/s; %d server backends for %d client connections\n", t.label,
+                             Summarize(t.rates).median / direct_rate, t.server_backends,
+                             t.loop.connections + options->rounds * options->loop.warmup);
+    }
+  }
   if (!result->server_figures_note.empty()) out << "server-side figures " << result->server_figures_note << "\n";
   if (!options->server_counters) out << "server counters off (--server-counters=off): their columns are empty.\n";
   if (!result->targets.empty()) {
@@ -376,6 +409,11 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
   header["rounds"] = options->rounds;
   header["query"] = options->loop.query;
   header["server_counters"] = options->server_counters;
+  if (!options->via.empty()) {
+    nlohmann::json via = nlohmann::json::array();
+    for (const pgreal::Via& v : options->via) via.push_back(v.label());
+    header["via"] = via;
+  }
   if (!result->targets.empty()) header["settings"] = SettingsJson(result->targets[0].settings);
   report.SetHeader(header);
   return report.WriteFiles(flags->Get("json"), flags->Get("csv"));

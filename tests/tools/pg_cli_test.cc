@@ -165,6 +165,13 @@ TEST_F(PgCliTest, CompareWithPgAddsARealServerPerSharedBuffersInTheSameRounds) {
     EXPECT_TRUE(row["exit_check_us"].is_null()) << "a real backend's phases are not the mock's";
   }
   EXPECT_EQ(j["header"]["pg"]["settings"]["fsync"], "off");
+  if (access("/usr/sbin/pgbouncer", X_OK) == 0) {
+    const test_util::RunResult via =
+        Run({"compare", "--with-pg", "--via=pgbouncer", "--layouts=hash", "--exit-checks=off",
+             "--shared-buffers=128MB", "--connections=4", "--rounds=1", "--warmup=1", "--work-lookups=10"});
+    ASSERT_EQ(via.exit_code, 0) << via.err;
+    EXPECT_NE(via.out.find("pg15 via pgbouncer:session"), std::string::npos) << "a pooled row: " << via.out;
+  }
   const std::string svg = test_util::ReadFile(svg_path);
   EXPECT_NE(svg.find(">pg15</text>"), std::string::npos) << "the chart has the real server's line";
   ExpectNoServerLeft();
@@ -186,6 +193,11 @@ TEST_F(PgCliTest, BadInputIsAUsageError) {
       {"pg", "--profile", "--conninfo=host=/x"},
       {"pg", "--profile", "--frequency=0"},
       {"pg", "--explain-phases", "--pg-versions=19"},
+      {"pg", "--via=odyssey"},
+      {"pg", "--via=pgbouncer,pgbouncer:session"},
+      {"pg", "--via=pgbouncer", "--pgbouncer=/nonexistent/pgbouncer"},
+      {"pg", "--pgbouncer=/usr/sbin/pgbouncer"},
+      {"pg", "--via=pgbouncer", "--conninfo=host=/x"},
   };
   for (const std::vector<std::string>& args : bad) {
     if (geteuid() != 0 && args[1].rfind("--run-as", 0) == 0) continue;
@@ -258,6 +270,64 @@ TEST_F(PgCliTest, InterruptWhilePerfRecordsLeavesNoPerfAndNoServer) {
   EXPECT_TRUE(SegmentsCreatedBy(postmaster).empty()) << "the server's System V segment was left";
 }
 
+bool HavePgBouncer() { return access("/usr/sbin/pgbouncer", X_OK) == 0; }
+
+TEST_F(PgCliTest, ViaPgBouncerMeasuresThePooledLoopBesideTheDirectOne) {
+  if (!HavePgBouncer()) GTEST_SKIP() << "no pgbouncer (tools/install-deps installs it)";
+  const test_util::RunResult r =
+      Run(Small({"pg", "--via=pgbouncer:session,pgbouncer:transaction", "--query=SELECT 1", "--clients=2",
+                 "--json=" + dir_ + "/out.json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("15/128MB via pgbouncer:transaction"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(test_util::ReadFile(dir_ + "/out.json"));
+  ASSERT_EQ(j["rows"].size(), 3u) << j.dump(2);
+  EXPECT_TRUE(j["rows"][0]["via"].is_null()) << "the direct row first";
+  EXPECT_TRUE(j["rows"][0]["server_backends"].is_null());
+  for (size_t i = 1; i < 3; ++i) {
+    const nlohmann::json& row = j["rows"][i];
+    SCOPED_TRACE(row.dump());
+    EXPECT_EQ(row["connections"], 20);
+    EXPECT_GT(row["connections_per_second"].get<double>(), 0);
+    // 22 client connections (2 of warm-up), 2 at a time: the pool holds at
+    // most 2 server connections, so the server forks 1 or 2 backends.
+    EXPECT_GE(row["server_backends"].get<int64_t>(), 1);
+    EXPECT_LE(row["server_backends"].get<int64_t>(), 2);
+    EXPECT_FALSE(row["pooler_cpu_us"].is_null()) << "the pooler's CPU is read";
+  }
+  EXPECT_EQ(j["rows"][1]["via"], "pgbouncer:session");
+  EXPECT_EQ(j["rows"][2]["via"], "pgbouncer:transaction");
+  ExpectNoServerLeft();  // the poolers' command lines name TMPDIR too
+}
+
+TEST_F(PgCliTest, APoolerKilledMidRunIsReportedAndNothingIsLeft) {
+  if (!HavePgBouncer()) GTEST_SKIP() << "no pgbouncer (tools/install-deps installs it)";
+  test_util::SpawnedTool tool({BACKENDLAB_CLI_PATH, "pg", "--via=pgbouncer", "--duration=1s", "--rounds=100",
+                               "--shared-buffers=128MB"},
+                              dir_);
+  const pid_t postmaster = WaitForPostmaster();
+  ASSERT_NE(postmaster, 0) << "no server started";
+  pid_t pooler = 0;
+  for (int i = 0; i < 400 && pooler == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (pid_t pid : ProcessesMentioning(tmpdir_)) {
+      std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+      std::string name;
+      comm >> name;
+      if (name == "pgbouncer") pooler = pid;
+    }
+  }
+  ASSERT_NE(pooler, 0) << "no pgbouncer started";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ASSERT_EQ(kill(pooler, SIGKILL), 0);
+  const std::optional<int> code = tool.WaitFor(std::chrono::seconds(60));
+  ASSERT_TRUE(code.has_value()) << "the tool did not end after its pooler died";
+  EXPECT_TRUE(WIFEXITED(*code) && WEXITSTATUS(*code) == 1) << *code;
+  const std::string err = test_util::ReadFile(dir_ + "/stderr");
+  EXPECT_NE(err.find("pgbouncer"), std::string::npos) << err;
+  ExpectNoServerLeft();
+  EXPECT_TRUE(SegmentsCreatedBy(postmaster).empty()) << "the server's System V segment was left";
+}
+
 TEST_F(PgCliTest, ConninfoThatCannotConnectIsARunFailure) {
   const test_util::RunResult r = Run({"pg", "--conninfo=host=" + tmpdir_ + " port=1 user=postgres", "--rounds=1"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -284,6 +354,12 @@ TEST_F(PgCliTest, AServerKilledMidRunIsReportedAndNothingIsLeft) {
 
 TEST_F(PgCliTest, InterruptStopsTheServerAndRemovesIt) {
   ExpectInterruptLeavesNothing({BACKENDLAB_CLI_PATH, "pg", "--duration=60s", "--rounds=1", "--shared-buffers=128MB"});
+}
+
+TEST_F(PgCliTest, InterruptWithAPoolerStopsBothAndRemovesThem) {
+  if (access("/usr/sbin/pgbouncer", X_OK) != 0) GTEST_SKIP() << "no pgbouncer (tools/install-deps installs it)";
+  ExpectInterruptLeavesNothing({BACKENDLAB_CLI_PATH, "pg", "--via=pgbouncer", "--duration=1s", "--rounds=100",
+                                "--shared-buffers=128MB"});
 }
 
 TEST_F(PgCliTest, InterruptOfCompareWithPgStopsTheServerAndRemovesIt) {
