@@ -78,6 +78,14 @@ std::optional<Header> HeaderOf(std::string_view header) {
   return std::nullopt;
 }
 
+// A header line that starts with spaces: not a tab, a comm before the pid
+// token, and a "TIME:" after it (a frame's first token is its address).
+bool IsIndentedHeader(std::string_view line) {
+  if (line.front() == '\t') return false;
+  const std::optional<Header> header = HeaderOf(line);
+  return header.has_value() && !header->comm.empty() && header->rest.find(':') != std::string_view::npos;
+}
+
 // The "SECONDS.FRACTION:" token of a header's rest, 0 without one.
 double TimeOf(std::string_view rest) {
   rest = Trim(rest);
@@ -223,7 +231,10 @@ absl::Status ForEachPerfScriptRecord(std::string_view text, const PerfScriptOpti
       continue;
     }
     if (line.front() == '#') continue;
-    if (IsSpace(line.front())) {
+    // Frames are indented (a tab, as perf prints them). A header is indented
+    // too when perf right-aligns its comm (records of an event without call
+    // chains: "%16s"); it has a comm, then a pid token, then "TIME: EVENT".
+    if (IsSpace(line.front()) && !IsIndentedHeader(line)) {
       if (in_record) continue;
       if (!sample.has_value()) {
         return absl::InvalidArgumentError(

@@ -108,9 +108,21 @@ TEST_F(RecordSystemWideTest, RecordsWhileTheWorkloadRunsWithTaskEvents) {
   // The workload's fork of /bin/sh is recorded as it happened (perf's
   // synthesized records of the tasks it found at its start say time 0).
   bool forked = false;
-  ASSERT_TRUE(ForEachPerfScriptRecord(recording->script, {}, nullptr, [&](const PerfTaskEvent& e) {
-                if (e.kind == PerfTaskEvent::Kind::kFork && e.parent_pid == getpid() && e.time > 0) forked = true;
-              }).ok());
+  const absl::Status parsed = ForEachPerfScriptRecord(recording->script, {}, nullptr, [&](const PerfTaskEvent& e) {
+    if (e.kind == PerfTaskEvent::Kind::kFork && e.parent_pid == getpid() && e.time > 0) forked = true;
+  });
+  if (!parsed.ok()) {
+    // The line the parser refused, to see what perf printed.
+    std::string line = "?";
+    const std::string message(parsed.message());
+    if (const size_t at = message.find("line "); at != std::string::npos) {
+      const int n = std::atoi(message.c_str() + at + 5);
+      size_t pos = 0;
+      for (int i = 1; i < n && pos != std::string::npos; ++i) pos = recording->script.find('\n', pos) + 1;
+      if (pos != std::string::npos) line = recording->script.substr(pos, recording->script.find('\n', pos) - pos);
+    }
+    FAIL() << parsed << "; the line: " << line;
+  }
   EXPECT_TRUE(forked) << "no FORK record of this process's child during the recording";
   EXPECT_GT(recording->recorded_seconds, 0);
   int status = 0;

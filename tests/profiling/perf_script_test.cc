@@ -144,6 +144,29 @@ TEST(PerfScriptTest, TaskRecordsAreEventsNotSamples) {
   EXPECT_EQ(folded->ToText(), "postgres;InitPostmasterChild;InitializeLatchSupport 1\n");
 }
 
+// A record perf prints with its comm right-aligned (an event without call
+// chains: "%16s") starts with spaces, and is a header all the same; a frame
+// whose address is all digits is not.
+TEST(PerfScriptTest, IndentedHeadersAreHeadersNotFrames) {
+  constexpr char kIndented[] =
+      "            perf  4101/4101  20095.700000: PERF_RECORD_FORK(4102:4102):(4101:4101)\n"
+      "postgres  4175/4175  20095.736303: cpu-clock: \n"
+      "\t           27249 __libc_start_call_main (/usr/lib/x86_64-linux-gnu/libc.so.6)\n"
+      "\n"
+      "              sh  4102/4102  20095.800000: PERF_RECORD_EXIT(4102:4102):(4101:4101)\n";
+  std::vector<PerfTaskEvent> events;
+  std::vector<PerfScriptSample> samples;
+  const absl::Status status = ForEachPerfScriptRecord(
+      kIndented, {}, [&](PerfScriptSample&& s) { samples.push_back(std::move(s)); },
+      [&](const PerfTaskEvent& e) { events.push_back(e); });
+  ASSERT_TRUE(status.ok()) << status;
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].kind, PerfTaskEvent::Kind::kFork);
+  EXPECT_EQ(events[1].kind, PerfTaskEvent::Kind::kExit);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].frames, (std::vector<std::string>{"__libc_start_call_main"}));
+}
+
 // --show-lost-events: what perf could not keep, as perf 6.1 prints it, is
 // counted and is no sample.
 TEST(PerfScriptTest, LostRecordsAreCountedNotSampled) {
