@@ -169,14 +169,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   const std::string password = RandomPassword();
   if (template_data.empty()) {
     const std::string pwfile = dir + "/pwfile";
-    {
-      std::ofstream out(pwfile);
-      out << password << "\n";
-      if (!out) return absl::InternalError("cannot write " + pwfile);
-    }
-    if (user && chown(pwfile.c_str(), user->uid, user->gid) != 0) {
-      return absl::InternalError(absl::StrCat("chown ", pwfile, ": ", std::strerror(errno)));
-    }
+    if (absl::Status s = internal::WriteNewFile(pwfile, password + "\n", user); !s.ok()) return s;
     // Trust on the Unix socket, which lives in a 0700 directory: only the
     // server's user (and root) can reach it. A password on TCP, never trust.
     as_user.log_path = dir + "/initdb.log";

@@ -80,18 +80,21 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOpt
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    const int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-    const int log_fd = options.log_path.empty()
-                           ? null_fd
-                           : open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (null_fd < 0 || log_fd < 0) ChildFail("open the log");
-    if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(log_fd, STDOUT_FILENO) < 0 || dup2(log_fd, STDERR_FILENO) < 0) {
-      ChildFail("dup2");
-    }
     if (options.user) {
       if (initgroups(options.user->name.c_str(), options.user->gid) != 0) ChildFail("initgroups");
       if (setgid(options.user->gid) != 0) ChildFail("setgid");
       if (setuid(options.user->uid) != 0) ChildFail("setuid");
+    }
+    // The log is opened as the child's user, not as root, and never through
+    // a symbolic link: the directory belongs to that user.
+    const int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    const int log_fd =
+        options.log_path.empty()
+            ? null_fd
+            : open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (null_fd < 0 || log_fd < 0) ChildFail("open the log");
+    if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(log_fd, STDOUT_FILENO) < 0 || dup2(log_fd, STDERR_FILENO) < 0) {
+      ChildFail("dup2");
     }
     if (options.pdeath_signal != 0) {
       if (prctl(PR_SET_PDEATHSIG, options.pdeath_signal) != 0) ChildFail("prctl(PR_SET_PDEATHSIG)");
@@ -230,6 +233,24 @@ std::string ConninfoValue(const std::string& value) {
     quoted += c;
   }
   return quoted + "'";
+}
+
+absl::Status WriteNewFile(const std::string& path, const std::string& text, const std::optional<User>& owner) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoStatus(absl::StrCat("create ", path));
+  bool ok = true;
+  for (size_t done = 0; ok && done < text.size();) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
+  }
+  if (ok && owner && fchown(fd, owner->uid, owner->gid) != 0) ok = false;
+  const int saved = errno;
+  close(fd);
+  errno = saved;
+  if (!ok) return ErrnoStatus(absl::StrCat("write ", path));
+  return absl::OkStatus();
 }
 
 }  // namespace backendlab::pgreal::internal

@@ -74,6 +74,11 @@ std::vector<pid_t> ChildrenOf(pid_t pid);
 // prefixed with "  | " so that a log tail reads apart from our own message.
 std::string FileTail(const std::string& path, int lines);
 
+// Creates `path` (0600; an error if it exists, or is a symbolic link) with
+// `text`, owned by `owner` when given: safe as root in a directory another
+// user owns.
+absl::Status WriteNewFile(const std::string& path, const std::string& text, const std::optional<User>& owner);
+
 // rm -rf: removes `path` and everything under it, not following symbolic
 // links. OK if it does not exist.
 absl::Status RemoveTree(const std::string& path);
