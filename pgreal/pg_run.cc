@@ -54,8 +54,10 @@ absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninf
   if (!result.ok()) return result.status();
   if (pooler != nullptr) {
     const std::optional<internal::ProcessTotals> pooler_after = internal::ReadProcessTotals(pooler->pid());
-    target.pooler_available = pooler_before && pooler_after;
-    if (target.pooler_available) target.pooler_cpu_ns += pooler_after->cpu_ns - pooler_before->cpu_ns;
+    // Available only if every round could read it.
+    const bool available = pooler_before && pooler_after && (target.rates.empty() || target.pooler_available);
+    target.pooler_available = available;
+    if (available) target.pooler_cpu_ns += pooler_after->cpu_ns - pooler_before->cpu_ns;
     // The pooled backends live on between clients: counted now, then let go
     // so that their counts join the postmaster's before they are read.
     const size_t alive = internal::ChildrenOf(postmaster).size();
@@ -143,6 +145,11 @@ absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& 
     if (!options.conninfo.empty()) {
       return absl::InvalidArgumentError(
           "--via puts a pooler in front of a server the tool starts; for an existing pooler, give its --conninfo");
+    }
+    if (options.server.tcp) {
+      // The direct rows would pay TCP and a password, the pooled ones a
+      // Unix socket and trust: not a comparison.
+      return absl::InvalidArgumentError("--via goes through Unix sockets only; it does not combine with --tcp");
     }
     absl::StatusOr<std::string> found = FindPgBouncer(options.pgbouncer);
     if (!found.ok()) return found.status();
@@ -236,6 +243,8 @@ absl::Status PgServers::Measure(size_t i) {
     if (absl::Status alive = server.CheckRunning(); !alive.ok()) return alive;
     if (pooler != nullptr) {
       if (absl::Status alive = pooler->CheckRunning(); !alive.ok()) return alive;
+      return absl::Status(s.code(), absl::StrCat(target.label, ": ", s.message(), "; pgbouncer's log ends:",
+                                                 pooler->LogTail(5), "\nthe server's:", server.LogTail(5)));
     }
     return absl::Status(s.code(), absl::StrCat(target.label, ": ", s.message(), server.LogTail(5)));
   }

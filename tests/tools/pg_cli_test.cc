@@ -46,6 +46,20 @@ std::vector<pid_t> ProcessesMentioning(const std::string& text) {
   return found;
 }
 
+// The parent of `pid` (/proc/PID/stat's fourth field), 0 if unknown.
+pid_t ParentOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  const size_t close = line.rfind(')');  // the command name may hold spaces and parentheses
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(line.substr(close + 1));
+  char state;
+  pid_t parent = 0;
+  rest >> state >> parent;
+  return parent;
+}
+
 // System V segments whose creator was `pid` (/proc/sysvipc/shm: key shmid
 // perms size cpid ...). A postmaster's segment must go with it.
 std::vector<int> SegmentsCreatedBy(pid_t pid) {
@@ -82,27 +96,30 @@ class PgCliTest : public CliTest {
     }
     EXPECT_TRUE(ProcessesMentioning(tmpdir_).empty()) << "a server process outlived the tool";
   }
-  // The postmaster of the server the tool started: the one process named
-  // postgres whose command line names the tool's directory (a backend
-  // rewrites its command line).
-  pid_t WaitForPostmaster() {
+  // A child of the tool named `name` whose command line names the tool's
+  // directory: the postmaster ("postgres"; not initdb's, nor a backend,
+  // which rewrites its command line), "pgbouncer", "perf".
+  pid_t WaitForProcessNamed(const std::string& name, pid_t tool) {
     for (int i = 0; i < 400; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
       for (pid_t pid : ProcessesMentioning(tmpdir_)) {
         std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-        std::string name;
-        comm >> name;
-        if (name == "postgres") return pid;
+        std::string found;
+        comm >> found;
+        if (found == name && ParentOf(pid) == tool) return pid;
       }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return 0;
   }
   // Starts the tool, waits for its server, interrupts the tool (^C): exit
   // 130, and nothing of the server left.
-  void ExpectInterruptLeavesNothing(const std::vector<std::string>& argv) {
+  void ExpectInterruptLeavesNothing(const std::vector<std::string>& argv, const std::string& also_wait_for = "") {
     test_util::SpawnedTool tool(argv, dir_);
-    const pid_t postmaster = WaitForPostmaster();
+    const pid_t postmaster = WaitForProcessNamed("postgres", tool.pid());
     ASSERT_NE(postmaster, 0) << "no server started";
+    if (!also_wait_for.empty()) {
+      ASSERT_NE(WaitForProcessNamed(also_wait_for, tool.pid()), 0) << "no " << also_wait_for << " started";
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(1000));
     ASSERT_EQ(kill(tool.pid(), SIGINT), 0);
     const std::optional<int> code = tool.WaitFor(std::chrono::seconds(60));
@@ -198,6 +215,7 @@ TEST_F(PgCliTest, BadInputIsAUsageError) {
       {"pg", "--via=pgbouncer", "--pgbouncer=/nonexistent/pgbouncer"},
       {"pg", "--pgbouncer=/usr/sbin/pgbouncer"},
       {"pg", "--via=pgbouncer", "--conninfo=host=/x"},
+      {"pg", "--via=pgbouncer", "--tcp"},
   };
   for (const std::vector<std::string>& args : bad) {
     if (geteuid() != 0 && args[1].rfind("--run-as", 0) == 0) continue;
@@ -246,21 +264,11 @@ TEST_F(PgCliTest, InterruptWhilePerfRecordsLeavesNoPerfAndNoServer) {
   test_util::SpawnedTool tool({BACKENDLAB_CLI_PATH, "pg", "--profile", "--duration=3s", "--rounds=1", "--warmup=0",
                                "--shared-buffers=128MB", "--out=" + dir_ + "/profile"},
                               dir_);
-  const pid_t postmaster = WaitForPostmaster();
+  const pid_t postmaster = WaitForProcessNamed("postgres", tool.pid());
   ASSERT_NE(postmaster, 0) << "no server started";
   // perf record writes into a directory under the tool's TMPDIR: its command
   // line names it.
-  bool recording = false;
-  for (int i = 0; i < 400 && !recording; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    for (pid_t pid : ProcessesMentioning(tmpdir_)) {
-      std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-      std::string name;
-      comm >> name;
-      if (name == "perf") recording = true;
-    }
-  }
-  ASSERT_TRUE(recording) << "perf record never started";
+  ASSERT_NE(WaitForProcessNamed("perf", tool.pid()), 0) << "perf record never started";
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   ASSERT_EQ(kill(tool.pid(), SIGINT), 0);
   const std::optional<int> code = tool.WaitFor(std::chrono::seconds(60));
@@ -304,18 +312,9 @@ TEST_F(PgCliTest, APoolerKilledMidRunIsReportedAndNothingIsLeft) {
   test_util::SpawnedTool tool({BACKENDLAB_CLI_PATH, "pg", "--via=pgbouncer", "--duration=1s", "--rounds=100",
                                "--shared-buffers=128MB"},
                               dir_);
-  const pid_t postmaster = WaitForPostmaster();
+  const pid_t postmaster = WaitForProcessNamed("postgres", tool.pid());
   ASSERT_NE(postmaster, 0) << "no server started";
-  pid_t pooler = 0;
-  for (int i = 0; i < 400 && pooler == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    for (pid_t pid : ProcessesMentioning(tmpdir_)) {
-      std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-      std::string name;
-      comm >> name;
-      if (name == "pgbouncer") pooler = pid;
-    }
-  }
+  const pid_t pooler = WaitForProcessNamed("pgbouncer", tool.pid());
   ASSERT_NE(pooler, 0) << "no pgbouncer started";
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   ASSERT_EQ(kill(pooler, SIGKILL), 0);
@@ -323,7 +322,7 @@ TEST_F(PgCliTest, APoolerKilledMidRunIsReportedAndNothingIsLeft) {
   ASSERT_TRUE(code.has_value()) << "the tool did not end after its pooler died";
   EXPECT_TRUE(WIFEXITED(*code) && WEXITSTATUS(*code) == 1) << *code;
   const std::string err = test_util::ReadFile(dir_ + "/stderr");
-  EXPECT_NE(err.find("pgbouncer"), std::string::npos) << err;
+  EXPECT_NE(err.find("pgbouncer died during the run"), std::string::npos) << err;
   ExpectNoServerLeft();
   EXPECT_TRUE(SegmentsCreatedBy(postmaster).empty()) << "the server's System V segment was left";
 }
@@ -338,7 +337,7 @@ TEST_F(PgCliTest, ConninfoThatCannotConnectIsARunFailure) {
 TEST_F(PgCliTest, AServerKilledMidRunIsReportedAndNothingIsLeft) {
   test_util::SpawnedTool tool({BACKENDLAB_CLI_PATH, "pg", "--duration=60s", "--rounds=1", "--shared-buffers=128MB"}, dir_);
   // Wait for the postmaster, then kill it outright.
-  const pid_t postmaster = WaitForPostmaster();
+  const pid_t postmaster = WaitForProcessNamed("postgres", tool.pid());
   ASSERT_NE(postmaster, 0) << "no server started";
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   ASSERT_FALSE(SegmentsCreatedBy(postmaster).empty()) << "the server's System V segment is where the test looks";
@@ -359,7 +358,8 @@ TEST_F(PgCliTest, InterruptStopsTheServerAndRemovesIt) {
 TEST_F(PgCliTest, InterruptWithAPoolerStopsBothAndRemovesThem) {
   if (access("/usr/sbin/pgbouncer", X_OK) != 0) GTEST_SKIP() << "no pgbouncer (tools/install-deps installs it)";
   ExpectInterruptLeavesNothing({BACKENDLAB_CLI_PATH, "pg", "--via=pgbouncer", "--duration=1s", "--rounds=100",
-                                "--shared-buffers=128MB"});
+                                "--shared-buffers=128MB"},
+                               "pgbouncer");
 }
 
 TEST_F(PgCliTest, InterruptOfCompareWithPgStopsTheServerAndRemovesIt) {
