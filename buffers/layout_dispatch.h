@@ -6,7 +6,9 @@
 #include <utility>
 
 #include "buffers/array_refcount.h"
+#include "buffers/array_touched_refcount.h"
 #include "buffers/byte_refcount.h"
+#include "buffers/hash_keys_refcount.h"
 #include "buffers/hash_refcount.h"
 #include "buffers/refcount_table.h"
 
@@ -19,6 +21,8 @@ decltype(auto) WithLayout(Layout layout, F&& f) {
   switch (layout) {
     case Layout::kArray: return std::forward<F>(f).template operator()<ArrayRefCount>();
     case Layout::kBytes: return std::forward<F>(f).template operator()<ByteRefCount>();
+    case Layout::kHashKeys: return std::forward<F>(f).template operator()<HashKeysRefCount>();
+    case Layout::kArrayTouched: return std::forward<F>(f).template operator()<ArrayTouchedRefCount>();
     case Layout::kHash: break;
   }
   return std::forward<F>(f).template operator()<HashRefCount>();

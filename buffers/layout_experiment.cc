@@ -184,6 +184,19 @@ std::vector<LayoutRatio> SameRunRatios(const std::vector<LayoutRow>& rows, const
     if (array && bytes) {
       add("exit_check_array_over_bytes", size, array->exit_check_us.median / bytes->exit_check_us.median);
     }
+    const LayoutRow* hash_keys = find(Layout::kHashKeys, size.nbuffers);
+    const LayoutRow* array_touched = find(Layout::kArrayTouched, size.nbuffers);
+    if (array && hash_keys) {
+      for (size_t h = 0; h < std::size(kHeldCounts); ++h) {
+        add(absl::StrCat("pin_unpin_hash_keys_over_array_held_", kHeldCounts[h]), size,
+            hash_keys->pin_unpin_ns[h] / array->pin_unpin_ns[h]);
+      }
+      add("pin_unpin_hash_keys_over_array_random", size, hash_keys->pin_unpin_ns_random / array->pin_unpin_ns_random);
+    }
+    if (array && array_touched) {
+      add("exit_check_array_over_array_touched", size,
+          array->exit_check_us.median / array_touched->exit_check_us.median);
+    }
   }
   std::vector<LayoutRatio> out;
   for (auto& [name, ratio] : ratios) out.push_back(std::move(ratio));

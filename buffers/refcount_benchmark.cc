@@ -49,6 +49,8 @@ void BM_PinUnpinHeld(benchmark::State& state) {
 BENCHMARK_TEMPLATE(BM_PinUnpinHeld, ArrayRefCount)->Arg(1)->Arg(8)->Arg(64);
 BENCHMARK_TEMPLATE(BM_PinUnpinHeld, ByteRefCount)->Arg(1)->Arg(8)->Arg(64);
 BENCHMARK_TEMPLATE(BM_PinUnpinHeld, HashRefCount)->Arg(1)->Arg(8)->Arg(64);
+BENCHMARK_TEMPLATE(BM_PinUnpinHeld, HashKeysRefCount)->Arg(1)->Arg(8)->Arg(64);
+BENCHMARK_TEMPLATE(BM_PinUnpinHeld, ArrayTouchedRefCount)->Arg(1)->Arg(8)->Arg(64);
 
 // One pin+unpin at a time of buffers spread over all of NBuffers: the `array`
 // and `bytes` layouts pay cache misses that grow with the table.
@@ -69,6 +71,8 @@ void BM_PinUnpinRandom(benchmark::State& state) {
 BENCHMARK_TEMPLATE(BM_PinUnpinRandom, ArrayRefCount)->Arg(kNBuffers1GB)->Arg(kNBuffers32GB);
 BENCHMARK_TEMPLATE(BM_PinUnpinRandom, ByteRefCount)->Arg(kNBuffers1GB)->Arg(kNBuffers32GB);
 BENCHMARK_TEMPLATE(BM_PinUnpinRandom, HashRefCount)->Arg(kNBuffers1GB)->Arg(kNBuffers32GB);
+BENCHMARK_TEMPLATE(BM_PinUnpinRandom, HashKeysRefCount)->Arg(kNBuffers1GB)->Arg(kNBuffers32GB);
+BENCHMARK_TEMPLATE(BM_PinUnpinRandom, ArrayTouchedRefCount)->Arg(kNBuffers1GB)->Arg(kNBuffers32GB);
 
 // A backend's whole table, as `backendlab layouts` measures it: allocate
 // fresh, pin and unpin a few buffers, run the exit check under a policy, free.
@@ -104,6 +108,8 @@ void LifetimeArgs(benchmark::internal::Benchmark* b) {
 BENCHMARK_TEMPLATE(BM_TableLifetime, ArrayRefCount)->Apply(LifetimeArgs);
 BENCHMARK_TEMPLATE(BM_TableLifetime, ByteRefCount)->Apply(LifetimeArgs);
 BENCHMARK_TEMPLATE(BM_TableLifetime, HashRefCount)->Apply(LifetimeArgs);
+BENCHMARK_TEMPLATE(BM_TableLifetime, HashKeysRefCount)->Apply(LifetimeArgs);
+BENCHMARK_TEMPLATE(BM_TableLifetime, ArrayTouchedRefCount)->Apply(LifetimeArgs);
 
 // Warm scans: the table is already faulted in, so this is the kernel against
 // memory bandwidth. Bytes/s beside BM_StreamingRead over the same sizes.

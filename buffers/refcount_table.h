@@ -32,10 +32,13 @@ struct Leak {
   friend bool operator==(const Leak&, const Leak&) = default;
 };
 
-enum class Layout { kArray, kBytes, kHash };
-// "array", "bytes", "hash": the same words everywhere.
-inline constexpr NamedValue<Layout> kLayoutNames[] = {
-    {Layout::kArray, "array"}, {Layout::kBytes, "bytes"}, {Layout::kHash, "hash"}};
+enum class Layout { kArray, kBytes, kHash, kHashKeys, kArrayTouched };
+// "array", "bytes", "hash", "hash-keys", "array-touched": the same words everywhere.
+inline constexpr NamedValue<Layout> kLayoutNames[] = {{Layout::kArray, "array"},
+                                                      {Layout::kBytes, "bytes"},
+                                                      {Layout::kHash, "hash"},
+                                                      {Layout::kHashKeys, "hash-keys"},
+                                                      {Layout::kArrayTouched, "array-touched"}};
 inline constexpr auto kAllLayouts = ValuesOf(kLayoutNames);
 
 std::string_view LayoutName(Layout layout);

@@ -1,13 +1,16 @@
-// The three refcount layouts as a GoogleTest type list, with helpers for typed tests.
+// The refcount layouts as a GoogleTest type list, with helpers for typed tests.
 #ifndef BACKENDLAB_TESTS_BUFFERS_LAYOUT_TEST_TYPES_H_
 #define BACKENDLAB_TESTS_BUFFERS_LAYOUT_TEST_TYPES_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "buffers/array_refcount.h"
+#include "buffers/array_touched_refcount.h"
 #include "buffers/byte_refcount.h"
+#include "buffers/hash_keys_refcount.h"
 #include "buffers/hash_refcount.h"
 #include "buffers/refcount_table.h"
 #include "gtest/gtest.h"
@@ -15,13 +18,16 @@
 // Not `testing`: inside backendlab::buffers that name would hide ::testing.
 namespace backendlab::buffers::test_util {
 
-using AllLayoutTypes = ::testing::Types<ArrayRefCount, ByteRefCount, HashRefCount>;
+using AllLayoutTypes =
+    ::testing::Types<ArrayRefCount, ByteRefCount, HashRefCount, HashKeysRefCount, ArrayTouchedRefCount>;
 
-// Typed-test names read "array", "bytes", "hash", as everywhere else.
+// Typed-test names read "array", "bytes", "hash", "hash-keys", "array-touched", as everywhere else.
 struct LayoutTypeName {
   template <typename T>
   static std::string GetName(int) {
-    return std::string(LayoutName(T::kLayout));
+    std::string name(LayoutName(T::kLayout));
+    std::replace(name.begin(), name.end(), '-', '_');  // a test name takes no '-'
+    return name;
   }
 };
 

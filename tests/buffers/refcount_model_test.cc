@@ -77,7 +77,7 @@ class ModelRun {
     if (auto r = CheckFull(); !r) return r;
     if (OverflowEntriesOf(*table_) != 0) return Fail() << "overflow entries left after draining";
 
-    if constexpr (T::kLayout == Layout::kHash) {
+    if constexpr (T::kLayout == Layout::kHash || T::kLayout == Layout::kHashKeys) {
       if (max_overflow_ == 0) return Fail() << "the hash overflow map was never used";
       if (!overflow_back_to_zero_) return Fail() << "the hash overflow map never emptied again";
     }
@@ -247,7 +247,7 @@ class ModelRun {
       // Exactly the buffers whose count is 255 or more.
       if (overflow != big_) return Fail() << "OverflowEntries " << overflow << ", model " << big_;
     }
-    if constexpr (T::kLayout == Layout::kHash) {
+    if constexpr (T::kLayout == Layout::kHash || T::kLayout == Layout::kHashKeys) {
       // Every held buffer is inline (at most 8) or in the map, never both.
       const size_t held = model_.size();
       if (overflow > held || overflow + kInline < held) {

@@ -77,11 +77,14 @@ int64_t MedianExitCheckFaults(const std::vector<BackendRecord>& records) {
   return Median(faults);
 }
 
+// "hash-keys" -> "hash_keys": a test name takes no '-'.
 std::string LayoutParamName(const testing::TestParamInfo<Layout>& info) {
-  return std::string(buffers::LayoutName(info.param));
+  std::string name(buffers::LayoutName(info.param));
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
 }
 
-constexpr Layout kLayouts[] = {Layout::kArray, Layout::kBytes, Layout::kHash};
+constexpr Layout kLayouts[] = {Layout::kArray, Layout::kBytes, Layout::kHash, Layout::kHashKeys, Layout::kArrayTouched};
 
 // Each test gets a private TMPDIR (PrivateTmpdirTest), so that a socket
 // directory left behind is seen and parallel tests never share one.
@@ -592,7 +595,7 @@ std::vector<LeakCase> AllLeakCases() {
 }
 
 std::string LeakCaseName(const testing::TestParamInfo<LeakCase>& info) {
-  return std::string(buffers::LayoutName(info.param.layout)) + "_" +
+  return LayoutParamName(testing::TestParamInfo<Layout>(info.param.layout, info.index)) + "_" +
          std::string(buffers::ExitCheckPolicyName(info.param.policy));
 }
 
