@@ -26,7 +26,10 @@ namespace backendlab::buffers {
 // held does not depend on NBuffers; (4) keys_ is written only when an entry is
 // claimed for a buffer it does not already name — never on a count change,
 // never when an entry is freed (a free entry keeps its stale key, masked out
-// by used_).
+// by used_); (5) no two entries name the same buffer, and a free entry names
+// a buffer only if that buffer is held nowhere (a buffer is pinned into the
+// free entry that names it if there is one, and leaves an entry for the map
+// only by eviction, which renames the entry at once).
 //
 // (4) is about the store-to-load forwarding stall: a 16-byte load of keys_
 // right after a 4-byte store into it cannot be forwarded and waits for the
@@ -50,8 +53,14 @@ class HashKeysRefCount {
   absl::Status Pin(BufferId buffer) {
     if (buffer >= nbuffers_) [[unlikely]] return internal::OutOfRange(buffer, nbuffers_);
     // The last entry used first: a scalar load, forwarded from a store to the
-    // same entry if there was one.
-    if (keys_[last_] == static_cast<int32_t>(buffer) && (used_ >> last_ & 1u) != 0) {
+    // same entry if there was one. Free, it still names this buffer only if
+    // the buffer is held nowhere (5): revived without a search.
+    if (keys_[last_] == static_cast<int32_t>(buffer)) {
+      if ((used_ >> last_ & 1u) == 0) {
+        counts_[last_] = 1;
+        used_ |= 1u << last_;
+        return absl::OkStatus();
+      }
       if (counts_[last_] == std::numeric_limits<int32_t>::max()) [[unlikely]] return internal::CountOverflow(buffer);
       ++counts_[last_];
       return absl::OkStatus();

@@ -41,7 +41,7 @@ constexpr Command kCommands[] = {
      backendlab::tools::RunPgCommand, backendlab::tools::PgUsage},
     {"profile", "call graphs of one configuration: sampler that follows backends, flame graphs, perf",
      backendlab::tools::RunProfileCommand, backendlab::tools::ProfileUsage},
-    {"layouts", "compare the PrivateRefCount layouts (array, bytes, hash)",
+    {"layouts", "compare the PrivateRefCount layouts (array, bytes, hash, hash-keys, array-touched)",
      backendlab::tools::RunLayoutsCommand, backendlab::tools::LayoutsUsage},
     {"catcache", "compare the catalog-cache bucket strategies (palloc0, bss, expansible, mmap)",
      backendlab::tools::RunCatcacheCommand, backendlab::tools::CatcacheUsage},

@@ -24,7 +24,7 @@ namespace {
 
 constexpr FlagSpec kFlags[] = {
     {"mode", "fork", "fork: a postmaster forks a backend per connection; inproc: no fork"},
-    {"layout", "hash", "refcount table layout: array, bytes or hash"},
+    {"layout", "hash", "refcount table layout: array, bytes, hash, hash-keys or array-touched"},
     {"exit-check", "assert", "exit-check policy: always, assert or off"},
     {"shared-buffers", "8GB", "shared_buffers (NBuffers = size / 8kB)"},
     {"catcache", "palloc0", "catcache bucket strategy: palloc0, bss, expansible or mmap"},

@@ -123,7 +123,7 @@ nlohmann::json PrintRatios(const std::vector<buffers::LayoutRatio>& ratios, std:
 std::string LayoutsUsage() {
   return absl::StrCat(
       "usage: backendlab layouts [flags]\n"
-      "Compares the backend-private buffer refcount layouts (array, bytes, hash):\n"
+      "Compares the backend-private buffer refcount layouts (array, bytes, hash, hash-keys, array-touched):\n"
       "bytes per backend, pin+unpin cost, exit-check cost on a fresh table with its\n"
       "page faults, and warm-scan speed against a streaming-read baseline.\n\n",
       FlagsHelp(kFlags));
