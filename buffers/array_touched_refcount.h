@@ -75,6 +75,15 @@ class ArrayTouchedRefCount {
   // Pages of the table with their bit set: what the exit check will read.
   size_t TouchedPages() const;
 
+  // Test seam: set a count directly (e.g. near INT32_MAX) without 2^31 pins;
+  // its page is marked as a pin would mark it.
+  void SetCountForTesting(BufferId buffer, int32_t count) {
+    int32_t& entry = counts_[buffer];
+    const size_t page = (reinterpret_cast<uintptr_t>(&entry) >> kPageShift) - first_page_;
+    touched_[page / 64] |= uint64_t{1} << (page % 64);
+    entry = count;
+  }
+
  private:
   ArrayTouchedRefCount(internal::FlatCounts<int32_t> counts, std::unique_ptr<uint64_t[]> touched, size_t words,
                        uint32_t nbuffers)

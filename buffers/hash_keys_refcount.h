@@ -111,6 +111,13 @@ class HashKeysRefCount {
   uint32_t nbuffers() const { return nbuffers_; }
   size_t OverflowEntries() const { return overflow_.size(); }
 
+  // Test seam: hold `buffer` inline with `count` (>= 1, e.g. near INT32_MAX)
+  // without 2^31 pins. The table must hold fewer than 8 buffers.
+  void SetCountForTesting(BufferId buffer, int32_t count) {
+    if ((Matches(buffer) & used_) == 0) (void)Pin(buffer);
+    counts_[__builtin_ctz(Matches(buffer) & used_)] = count;
+  }
+
  private:
   static constexpr uint32_t kAllUsed = (1u << kInlineEntries) - 1;
 

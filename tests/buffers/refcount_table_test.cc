@@ -11,6 +11,7 @@
 #include "buffers/array_refcount.h"
 #include "buffers/array_touched_refcount.h"
 #include "buffers/byte_refcount.h"
+#include "buffers/hash_keys_refcount.h"
 #include "buffers/hash_refcount.h"
 #include "buffers/layout_dispatch.h"
 #include "buffers/refcount_table.h"
@@ -188,10 +189,10 @@ TYPED_TEST(RefCountTableTest, WithLayoutDispatchesToThisType) {
   EXPECT_EQ(chosen, TypeParam::kLayout);
 }
 
-// The layouts with a count seam: array and bytes.
+// The layouts with a count seam: array, bytes, hash-keys, array-touched.
 template <typename T>
 class CountOverflowTest : public ::testing::Test {};
-using SeamLayoutTypes = ::testing::Types<ArrayRefCount, ByteRefCount>;
+using SeamLayoutTypes = ::testing::Types<ArrayRefCount, ByteRefCount, HashKeysRefCount, ArrayTouchedRefCount>;
 TYPED_TEST_SUITE(CountOverflowTest, SeamLayoutTypes, test_util::LayoutTypeName);
 
 TYPED_TEST(CountOverflowTest, PinPastInt32MaxIsResourceExhaustedAndLeavesTheCount) {
@@ -397,6 +398,18 @@ TEST(LayoutNamesTest, ValidateNBuffersAcceptsOneToTheLimit) {
 namespace backendlab::buffers {
 namespace {
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 // `array-touched` reads only the memory pages its pins wrote: at 8GB (2^20
 // buffers, 4 MB of counts) three pins in three pages leave three pages to
 // scan, and the exit check faults in none of the others. Page faults are the
@@ -420,7 +433,12 @@ TEST(ArrayTouchedTest, TheExitCheckReadsOnlyThePagesPinsWrote) {
   const ResourceSample before = SampleSelf();
   for (ScanKernel kernel : kAllScanKernels) found.push_back(table->FindLeaks(kernel));
   const ResourceSample after = SampleSelf();
-  EXPECT_EQ(after.minor_faults - before.minor_faults, 0) << "the exit check read a page no pin wrote";
+  // Under AddressSanitizer the leak lists' allocations come from fresh pages
+  // (its quarantine keeps freed memory from reuse), so faults there are not
+  // the table's; the count is exact in the other builds.
+  if (!kAddressSanitizer) {
+    EXPECT_EQ(after.minor_faults - before.minor_faults, 0) << "the exit check read a page no pin wrote";
+  }
   for (const std::vector<Leak>& leaks : found) EXPECT_EQ(leaks, planted);
   table->ReleaseAll();
   EXPECT_EQ(table->TouchedPages(), 0u);
