@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -47,9 +48,16 @@ struct Header {
   std::string_view rest;  // after the pid token: "TIME: EVENT: ..."
 };
 
+// Decimal digits as a number, saturated at INT64_MAX (no pid or count is
+// that large; a corrupt line must not overflow).
 int64_t ToInt(std::string_view digits) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   int64_t value = 0;
-  for (char c : digits) value = value * 10 + (c - '0');
+  for (char c : digits) {
+    const int d = c - '0';
+    if (value > (kMax - d) / 10) return kMax;
+    value = value * 10 + d;
+  }
   return value;
 }
 

@@ -1,6 +1,7 @@
 // ParsePerfScript on hand-written `perf script` output.
 #include "profiling/perf_script.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -165,6 +166,20 @@ TEST(PerfScriptTest, IndentedHeadersAreHeadersNotFrames) {
   EXPECT_EQ(events[1].kind, PerfTaskEvent::Kind::kExit);
   ASSERT_EQ(samples.size(), 1u);
   EXPECT_EQ(samples[0].frames, (std::vector<std::string>{"__libc_start_call_main"}));
+}
+
+// A number too large for 64 bits (a corrupt line; the fuzzer's find) is
+// saturated, not overflowed (UBSan would stop the asan build here).
+TEST(PerfScriptTest, HugeNumbersSaturate) {
+  constexpr char kHuge[] =
+      "            back 25555555555555555555555555/25555555555555555555555 1.0: PERF_RECORD_LOST lost "
+      "99999999999999999999999\n";
+  int64_t lost = 0;
+  const absl::Status status = ForEachPerfScriptRecord(kHuge, {}, nullptr, [&](const PerfTaskEvent& e) {
+    if (e.kind == PerfTaskEvent::Kind::kLost) lost = e.lost;
+  });
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(lost, std::numeric_limits<int64_t>::max());
 }
 
 // --show-lost-events: what perf could not keep, as perf 6.1 prints it, is
