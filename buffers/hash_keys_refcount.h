@@ -23,13 +23,14 @@ namespace backendlab::buffers {
 // Invariants: (1) a buffer is in at most one place, an inline entry or the
 // overflow map; (2) an inline entry is in use exactly when its bit is set in
 // used_, and then its count is >= 1, as is every map entry's; (3) the memory
-// held does not depend on NBuffers; (4) keys_ is written only when an entry is
-// claimed for a buffer it does not already name — never on a count change,
-// never when an entry is freed (a free entry keeps its stale key, masked out
-// by used_); (5) no two entries name the same buffer, and a free entry names
-// a buffer only if that buffer is held nowhere (a buffer is pinned into the
-// free entry that names it if there is one, and leaves an entry for the map
-// only by eviction, which renames the entry at once).
+// held does not depend on NBuffers; (4) keys_ is written only when an entry
+// is claimed for a buffer it does not already name (or by ReleaseAll) — never
+// on a count change, never when an unpin frees an entry (a free entry keeps
+// its stale key, masked out by used_); (5) no two entries name the same
+// buffer, and a free entry names a buffer only if that buffer is held nowhere
+// (a buffer is pinned into the free entry that names it if there is one, and
+// leaves an entry for the map only by eviction, which renames the entry at
+// once).
 //
 // (4) is about the store-to-load forwarding stall: a 16-byte load of keys_
 // right after a 4-byte store into it cannot be forwarded and waits for the
@@ -114,8 +115,9 @@ class HashKeysRefCount {
   // Test seam: hold `buffer` inline with `count` (>= 1, e.g. near INT32_MAX)
   // without 2^31 pins. The table must hold fewer than 8 buffers.
   void SetCountForTesting(BufferId buffer, int32_t count) {
-    if ((Matches(buffer) & used_) == 0) (void)Pin(buffer);
-    counts_[__builtin_ctz(Matches(buffer) & used_)] = count;
+    if ((Matches(buffer) & used_) == 0 && !Pin(buffer).ok()) return;
+    const uint32_t held = Matches(buffer) & used_;
+    if (held != 0 && count >= 1) counts_[__builtin_ctz(held)] = count;
   }
 
  private:
