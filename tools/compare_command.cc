@@ -59,25 +59,18 @@ LineChart CostChart(const std::vector<CompareConfig>& configs, const std::vector
                     std::span<const pgreal::PgTargetResult> pg) {
   LineChart chart{"backendlab compare: cost per connection (us, median of rounds)", "shared_buffers", "us", {}, {}};
   for (const buffers::SharedBuffers& s : sizes) chart.x_positions.push_back(buffers::FormatSize(s.bytes));
-  for (const CompareConfig& c : configs) {
-    auto series = std::find_if(chart.series.begin(), chart.series.end(), [&](const ChartSeries& s) { return s.name == c.label; });
-    if (series == chart.series.end()) series = chart.series.insert(series, {c.label, std::vector<std::optional<double>>(sizes.size())});
-    const size_t x = static_cast<size_t>(std::find_if(sizes.begin(), sizes.end(), [&](const buffers::SharedBuffers& s) {
-                                           return s.bytes == c.options.backend.shared_buffers.bytes;
-                                         }) - sizes.begin());
-    const double rate = Summarize(c.rates).median;
-    if (rate > 0) series->values[x] = 1e6 / rate;
-  }
-  for (const pgreal::PgTargetResult& t : pg) {
-    const std::string label = PgConfigLabel(t);
+  // The point of `label` at the size of `bytes`: 1e6 / the median rate.
+  auto add = [&](const std::string& label, uint64_t bytes, const std::vector<double>& rates) {
     auto series = std::find_if(chart.series.begin(), chart.series.end(), [&](const ChartSeries& s) { return s.name == label; });
     if (series == chart.series.end()) series = chart.series.insert(series, {label, std::vector<std::optional<double>>(sizes.size())});
-    const size_t x = static_cast<size_t>(std::find_if(sizes.begin(), sizes.end(), [&](const buffers::SharedBuffers& s) {
-                                           return static_cast<int64_t>(s.bytes) == t.shared_buffers_bytes;
-                                         }) - sizes.begin());
-    const double rate = Summarize(t.rates).median;
+    const size_t x = static_cast<size_t>(
+        std::find_if(sizes.begin(), sizes.end(), [&](const buffers::SharedBuffers& s) { return s.bytes == bytes; }) -
+        sizes.begin());
+    const double rate = Summarize(rates).median;
     if (rate > 0 && x < sizes.size()) series->values[x] = 1e6 / rate;
-  }
+  };
+  for (const CompareConfig& c : configs) add(c.label, c.options.backend.shared_buffers.bytes, c.rates);
+  for (const pgreal::PgTargetResult& t : pg) add(PgConfigLabel(t), static_cast<uint64_t>(t.shared_buffers_bytes), t.rates);
   return chart;
 }
 
