@@ -11,14 +11,9 @@ absl::StatusOr<HashKeysRefCount> HashKeysRefCount::Create(uint32_t nbuffers) {
 }
 
 absl::Status HashKeysRefCount::PinSlow(BufferId buffer) {
-  int32_t count = 0;
-  if (!overflow_.empty()) {
-    if (auto it = overflow_.find(buffer); it != overflow_.end()) {
-      if (it->second == std::numeric_limits<int32_t>::max()) return internal::CountOverflow(buffer);
-      count = it->second;
-      overflow_.erase(it);
-    }
-  }
+  const absl::StatusOr<int32_t> taken = internal::TakeFromOverflow(overflow_, buffer);
+  if (!taken.ok()) return taken.status();
+  const int32_t count = *taken;
   int slot;
   if (used_ != kAllUsed) {
     const uint32_t reuse = Matches(buffer) & ~used_;
@@ -35,18 +30,10 @@ absl::Status HashKeysRefCount::PinSlow(BufferId buffer) {
   return absl::OkStatus();
 }
 
-absl::Status HashKeysRefCount::UnpinOverflowed(BufferId buffer) {
-  auto it = overflow_.find(buffer);
-  if (it == overflow_.end()) return internal::NotPinned(buffer);
-  if (--it->second == 0) overflow_.erase(it);
-  return absl::OkStatus();
-}
-
 absl::StatusOr<int32_t> HashKeysRefCount::Count(BufferId buffer) const {
   if (buffer >= nbuffers_) return internal::OutOfRange(buffer, nbuffers_);
   if (const uint32_t held = Matches(buffer) & used_; held != 0) return counts_[__builtin_ctz(held)];
-  auto it = overflow_.find(buffer);
-  return it == overflow_.end() ? 0 : it->second;
+  return internal::OverflowCount(overflow_, buffer);
 }
 
 size_t HashKeysRefCount::HeldCount() const {
@@ -59,13 +46,7 @@ std::vector<Leak> HashKeysRefCount::FindLeaks(ScanKernel /*kernel: nothing to sc
     const int slot = __builtin_ctz(m);
     leaks.push_back({static_cast<BufferId>(keys_[slot]), counts_[slot]});
   }
-  if (!overflow_.empty()) {
-    for (const auto& [buffer, count] : overflow_) leaks.push_back({buffer, count});
-  }
-  if (leaks.size() > 1) {
-    std::sort(leaks.begin(), leaks.end(), [](const Leak& a, const Leak& b) { return a.buffer < b.buffer; });
-  }
-  return leaks;
+  return internal::WithOverflowLeaks(std::move(leaks), overflow_);
 }
 
 void HashKeysRefCount::ReleaseAll() {
@@ -77,7 +58,7 @@ void HashKeysRefCount::ReleaseAll() {
 }
 
 size_t HashKeysRefCount::MemoryBytes() const {
-  return sizeof(*this) + overflow_.capacity() * (sizeof(std::pair<const BufferId, int32_t>) + 1);
+  return sizeof(*this) + internal::OverflowMemoryBytes(overflow_);
 }
 
 }  // namespace backendlab::buffers

@@ -13,9 +13,9 @@
 #include <limits>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "buffers/internal/overflow_map.h"
 #include "buffers/refcount_table.h"
 
 namespace backendlab::buffers {
@@ -95,7 +95,7 @@ class HashKeysRefCount {
     int slot = last_;
     if (keys_[slot] != static_cast<int32_t>(buffer) || (used_ >> slot & 1u) == 0) [[unlikely]] {
       const uint32_t held = Matches(buffer) & used_;
-      if (held == 0) return UnpinOverflowed(buffer);
+      if (held == 0) return internal::UnpinOverflowed(overflow_, buffer);
       slot = __builtin_ctz(held);
       last_ = slot;
     }
@@ -135,7 +135,6 @@ class HashKeysRefCount {
   }
 
   absl::Status PinSlow(BufferId buffer);
-  absl::Status UnpinOverflowed(BufferId buffer);
 
   alignas(32) int32_t keys_[kInlineEntries];  // PrivateRefCountArrayKeys; -1 never matches a buffer
   int32_t counts_[kInlineEntries];            // PrivateRefCountArray's counts
@@ -143,7 +142,7 @@ class HashKeysRefCount {
   int last_ = 0;                              // PrivateRefCountEntryLast
   uint32_t clock_ = 0;                        // next inline entry to evict when all are in use
   uint32_t nbuffers_;
-  absl::flat_hash_map<BufferId, int32_t> overflow_;
+  internal::OverflowMap overflow_;
 };
 
 static_assert(RefCountTable<HashKeysRefCount>);

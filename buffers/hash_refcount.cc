@@ -12,14 +12,9 @@ absl::StatusOr<HashRefCount> HashRefCount::Create(uint32_t nbuffers) {
 }
 
 absl::Status HashRefCount::PinSlow(BufferId buffer) {
-  int32_t count = 0;
-  if (!overflow_.empty()) {
-    if (auto it = overflow_.find(buffer); it != overflow_.end()) {
-      if (it->second == std::numeric_limits<int32_t>::max()) return internal::CountOverflow(buffer);
-      count = it->second;
-      overflow_.erase(it);
-    }
-  }
+  const absl::StatusOr<int32_t> taken = internal::TakeFromOverflow(overflow_, buffer);
+  if (!taken.ok()) return taken.status();
+  const int32_t count = *taken;
   int slot;
   if (used_ != kAllUsed) {
     slot = __builtin_ctz(~used_);
@@ -32,18 +27,10 @@ absl::Status HashRefCount::PinSlow(BufferId buffer) {
   return absl::OkStatus();
 }
 
-absl::Status HashRefCount::UnpinOverflowed(BufferId buffer) {
-  auto it = overflow_.find(buffer);
-  if (it == overflow_.end()) return internal::NotPinned(buffer);
-  if (--it->second == 0) overflow_.erase(it);
-  return absl::OkStatus();
-}
-
 absl::StatusOr<int32_t> HashRefCount::Count(BufferId buffer) const {
   if (buffer >= nbuffers_) return internal::OutOfRange(buffer, nbuffers_);
   if (int slot = FindInline(buffer); slot >= 0) return entries_[slot].count;
-  auto it = overflow_.find(buffer);
-  return it == overflow_.end() ? 0 : it->second;
+  return internal::OverflowCount(overflow_, buffer);
 }
 
 size_t HashRefCount::HeldCount() const {
@@ -56,13 +43,7 @@ std::vector<Leak> HashRefCount::FindLeaks(ScanKernel /*kernel: nothing to scan*/
     const Entry& e = entries_[__builtin_ctz(m)];
     leaks.push_back({static_cast<BufferId>(e.buffer), e.count});
   }
-  if (!overflow_.empty()) {
-    for (const auto& [buffer, count] : overflow_) leaks.push_back({buffer, count});
-  }
-  if (leaks.size() > 1) {
-    std::sort(leaks.begin(), leaks.end(), [](const Leak& a, const Leak& b) { return a.buffer < b.buffer; });
-  }
-  return leaks;
+  return internal::WithOverflowLeaks(std::move(leaks), overflow_);
 }
 
 void HashRefCount::ReleaseAll() {
@@ -73,7 +54,7 @@ void HashRefCount::ReleaseAll() {
 }
 
 size_t HashRefCount::MemoryBytes() const {
-  return sizeof(*this) + overflow_.capacity() * (sizeof(std::pair<const BufferId, int32_t>) + 1);
+  return sizeof(*this) + internal::OverflowMemoryBytes(overflow_);
 }
 
 }  // namespace backendlab::buffers

@@ -9,9 +9,9 @@
 #include <limits>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "buffers/internal/overflow_map.h"
 #include "buffers/refcount_table.h"
 
 namespace backendlab::buffers {
@@ -73,7 +73,7 @@ class HashRefCount {
       if (--entries_[slot].count == 0) used_ &= ~(1u << slot);
       return absl::OkStatus();
     }
-    return UnpinOverflowed(buffer);
+    return internal::UnpinOverflowed(overflow_, buffer);
   }
 
   absl::StatusOr<int32_t> Count(BufferId buffer) const;
@@ -119,14 +119,13 @@ class HashRefCount {
   }
 
   absl::Status PinSlow(BufferId buffer);
-  absl::Status UnpinOverflowed(BufferId buffer);
 
   alignas(64) Entry entries_[kInlineEntries];
   uint64_t tags_ = 0;     // byte i: TagOf(entries_[i].buffer), stale when i is free
   uint32_t used_ = 0;     // bit i set: entries_[i] holds a pin
   uint32_t clock_ = 0;    // next inline entry to evict when all are in use
   uint32_t nbuffers_;
-  absl::flat_hash_map<BufferId, int32_t> overflow_;
+  internal::OverflowMap overflow_;
 };
 
 static_assert(RefCountTable<HashRefCount>);
