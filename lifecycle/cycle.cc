@@ -18,18 +18,16 @@
 #include "base/interrupt.h"
 #include "base/names.h"
 #include "base/resource_usage.h"
+#include "base/unique_fd.h"
 #include "lifecycle/internal/client_loop.h"
 #include "lifecycle/internal/postmaster.h"
 #include "lifecycle/internal/protocol.h"
 #include "lifecycle/internal/sample_slots.h"
-#include "lifecycle/internal/unique_fd.h"
 #include "profiling/perf_events.h"
 #include "profiling/sampler.h"
 
 namespace backendlab::lifecycle {
 namespace {
-
-using internal::UniqueFd;
 
 // Descriptors the tool and the postmaster hold besides one per client:
 // stdio, the pipes, the listening socket, the signalfd, the sample file,

@@ -1,13 +1,13 @@
 // A file descriptor closed when its owner goes: every path of a run, early
-// returns included, closes what it opened. Not for other modules.
-#ifndef BACKENDLAB_LIFECYCLE_INTERNAL_UNIQUE_FD_H_
-#define BACKENDLAB_LIFECYCLE_INTERNAL_UNIQUE_FD_H_
+// returns included, closes what it opened.
+#ifndef BACKENDLAB_BASE_UNIQUE_FD_H_
+#define BACKENDLAB_BASE_UNIQUE_FD_H_
 
 #include <unistd.h>
 
 #include <utility>
 
-namespace backendlab::lifecycle::internal {
+namespace backendlab {
 
 class UniqueFd {
  public:
@@ -35,6 +35,6 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-}  // namespace backendlab::lifecycle::internal
+}  // namespace backendlab
 
-#endif  // BACKENDLAB_LIFECYCLE_INTERNAL_UNIQUE_FD_H_
+#endif  // BACKENDLAB_BASE_UNIQUE_FD_H_
