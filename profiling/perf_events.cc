@@ -115,14 +115,25 @@ bool Describe(PerfEvent event, perf_event_attr& attr) {
 
 // A counting counter of `pid` (0: the calling thread), enabled at once; -1
 // with errno.
-int OpenCounter(perf_event_attr attr, bool user_mode_only, pid_t pid = 0, bool inherit = false) {
+int OpenCounter(perf_event_attr attr, bool user_mode_only, pid_t pid = 0, bool inherit = false, int group_fd = -1) {
   attr.size = sizeof attr;
   // Time enabled and running let a multiplexed hardware count be scaled.
-  attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+  attr.read_format |= PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
   attr.exclude_kernel = user_mode_only;
   attr.exclude_hv = user_mode_only;
   attr.inherit = inherit;
-  return static_cast<int>(g_open.load()(&attr, pid, -1 /* any cpu */, -1, PERF_FLAG_FD_CLOEXEC));
+  return static_cast<int>(g_open.load()(&attr, pid, -1 /* any cpu */, group_fd, PERF_FLAG_FD_CLOEXEC));
+}
+
+// syscalls:sys_enter_<name>'s id, or 0 where there is none (no tracefs, or
+// no such system call on this kernel).
+uint64_t SyscallTracepointId(std::string_view name) {
+  for (const char* events : {"/sys/kernel/tracing/events/syscalls/", "/sys/kernel/debug/tracing/events/syscalls/"}) {
+    std::ifstream in(absl::StrCat(events, "sys_enter_", std::string(name), "/id"));
+    uint64_t id;
+    if (in >> id && id != 0) return id;
+  }
+  return 0;
 }
 
 // ---- What the probe found, cached without a lock ---------------------------
@@ -396,6 +407,96 @@ std::vector<absl::Status> PerfCounters::Unavailable() const {
     if (!s.ok()) missing.push_back(s);
   }
   return missing;
+}
+
+bool HasSyscallTracepoint(std::string_view name) { return SyscallTracepointId(name) != 0; }
+
+absl::StatusOr<SyscallCounters> SyscallCounters::Open(std::span<const std::string_view> names) {
+  if (absl::Status s = PerfEventAvailability(PerfEvent::kSyscalls); !s.ok()) return s;
+  SyscallCounters counters;
+  std::vector<uint64_t> ids;
+  for (std::string_view name : names) {
+    if (std::find(counters.names_.begin(), counters.names_.end(), name) != counters.names_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("system call '", std::string(name), "' named twice"));
+    }
+    const uint64_t id = SyscallTracepointId(name);
+    if (id == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("no tracepoint syscalls:sys_enter_", std::string(name), " on this kernel (not a system call name?)"));
+    }
+    if (name == "read") counters.read_index_ = static_cast<int>(counters.names_.size());
+    counters.names_.emplace_back(name);
+    ids.push_back(id);
+  }
+  // The leader counts every call; the members, in names_' order, join its
+  // group, so that one read() of the leader returns them all.
+  perf_event_attr attr;
+  std::memset(&attr, 0, sizeof attr);
+  attr.type = PERF_TYPE_TRACEPOINT;
+  attr.config = TracepointId();
+  attr.read_format = PERF_FORMAT_GROUP;
+  const int leader = OpenCounter(attr, false);
+  if (leader < 0) return UnavailableStatus(PerfEvent::kSyscalls, Probe{Outcome::kRefused, errno});
+  counters.fds_.push_back(leader);
+  for (uint64_t id : ids) {
+    attr.config = id;
+    attr.read_format = 0;
+    const int fd = OpenCounter(attr, false, 0, false, leader);
+    if (fd < 0) return UnavailableStatus(PerfEvent::kSyscalls, Probe{Outcome::kRefused, errno});
+    counters.fds_.push_back(fd);
+  }
+  return counters;
+}
+
+SyscallCounters::SyscallCounters(SyscallCounters&& other) noexcept
+    : names_(std::exchange(other.names_, {})),
+      fds_(std::exchange(other.fds_, {})),
+      read_index_(std::exchange(other.read_index_, -1)) {}
+
+SyscallCounters& SyscallCounters::operator=(SyscallCounters&& other) noexcept {
+  if (this != &other) {
+    for (int fd : fds_) close(fd);
+    names_ = std::exchange(other.names_, {});
+    fds_ = std::exchange(other.fds_, {});
+    read_index_ = std::exchange(other.read_index_, -1);
+  }
+  return *this;
+}
+
+SyscallCounters::~SyscallCounters() {
+  for (int fd : fds_) close(fd);
+}
+
+bool SyscallCounters::Read(Counts& out) const {
+  if (fds_.empty()) return false;
+  // PERF_FORMAT_GROUP with the times: nr, time enabled, time running, then
+  // one value per counter, the leader first. Tracepoints are software
+  // counters: never multiplexed, so the values need no scaling.
+  constexpr size_t kHeader = 3;
+  uint64_t buffer[kHeader + 64];
+  const size_t n = fds_.size();
+  BACKENDLAB_CHECK(n <= 64);
+  const ssize_t want = static_cast<ssize_t>((kHeader + n) * sizeof(uint64_t));
+  if (read(fds_[0], buffer, static_cast<size_t>(want)) != want || buffer[0] != n) return false;
+  out.by_kind.resize(n - 1);
+  out.total = static_cast<int64_t>(buffer[kHeader]);
+  for (size_t i = 1; i < n; ++i) out.by_kind[i - 1] = static_cast<int64_t>(buffer[kHeader + i]);
+  return true;
+}
+
+SyscallCounters::Counts SyscallCounters::Between(const Counts& begin, const Counts& end) const {
+  Counts d;
+  Between(begin, end, d);
+  return d;
+}
+
+void SyscallCounters::Between(const Counts& begin, const Counts& end, Counts& out) const {
+  out.total = end.total - begin.total - 1;
+  out.by_kind.resize(end.by_kind.size());
+  for (size_t i = 0; i < out.by_kind.size(); ++i) {
+    const int64_t before = i < begin.by_kind.size() ? begin.by_kind[i] : 0;
+    out.by_kind[i] = end.by_kind[i] - before - (static_cast<int>(i) == read_index_ ? 1 : 0);
+  }
 }
 
 void SetPerfEventOpenForTesting(PerfEventOpenFn fn) {

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -149,6 +150,61 @@ class PerfCounters {
   std::vector<int> fds_;                 // -1: not open
   std::vector<absl::Status> why_not_;    // OK where open
   std::vector<size_t> begin_order_;      // indices into events_, syscalls last
+};
+
+// System calls of the calling thread by kind: one counter per name on the
+// tracepoint syscalls:sys_enter_<name>, and one on raw_syscalls:sys_enter for
+// all of them, in one counter group so that one read() reads every count at
+// once. Not inherited: a forked child opens its own. Needs what `syscalls`
+// needs (tracefs mounted, perf_event_paranoid <= 1 or CAP_PERFMON).
+//
+// Reading: the tracepoint fires when a call enters the kernel, before it
+// runs, so a Read()'s own read() is already in the counts it returns. Between
+// two Read()s, then, the counts hold the calls made between them plus the
+// closing read() (in `total`, and in `read` if it is counted): Between()
+// subtracts it.
+// Whether this kernel has the tracepoint syscalls:sys_enter_<name> (false
+// too where tracefs is not mounted): for a caller that counts what it can.
+bool HasSyscallTracepoint(std::string_view name);
+
+class SyscallCounters {
+ public:
+  // The counts of one Read(): by_kind[i] for names()[i], and every call.
+  struct Counts {
+    std::vector<int64_t> by_kind;
+    int64_t total = 0;
+  };
+
+  // `names` as the kernel spells them ("epoll_wait", "close", "read"), each
+  // once. A name with no tracepoint is InvalidArgument naming it; tracefs
+  // missing or a refusal is Unavailable with PerfEventAvailability(kSyscalls)'s
+  // message. Costs one perf_event_open per name, plus one: open before what
+  // you measure (the first open of a tracepoint on a machine can take
+  // milliseconds while the kernel enables it).
+  static absl::StatusOr<SyscallCounters> Open(std::span<const std::string_view> names);
+
+  SyscallCounters() = default;
+  SyscallCounters(SyscallCounters&& other) noexcept;
+  SyscallCounters& operator=(SyscallCounters&& other) noexcept;
+  SyscallCounters(const SyscallCounters&) = delete;
+  SyscallCounters& operator=(const SyscallCounters&) = delete;
+  ~SyscallCounters();
+
+  const std::vector<std::string>& names() const { return names_; }
+
+  // One read() of the whole group into `out` (resized once, then reused: no
+  // allocation after the first call). False if the read fails.
+  bool Read(Counts& out) const;
+
+  // end - begin, less the closing Read()'s own read() (see above).
+  Counts Between(const Counts& begin, const Counts& end) const;
+  // The same into `out`, reusing its storage: no allocation once it is sized.
+  void Between(const Counts& begin, const Counts& end, Counts& out) const;
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<int> fds_;  // fds_[0]: the group leader (all calls); then names_' order
+  int read_index_ = -1;   // index of "read" in names_, or -1
 };
 
 // Test only: makes every perf_event_open in this file go through `fn` (nullptr

@@ -410,5 +410,33 @@ TEST_F(PerfEventsTest, SyscallsBetweenReadAllsHoldOneRead) {
   EXPECT_EQ(end[0] - begin[0] - 1, 3);
 }
 
+
+// SyscallCounters: every kind asked for counted exactly, read in one read()
+// that Between() takes out again; an unknown name is bad input.
+TEST_F(PerfEventsTest, SyscallCountersCountEachKindExactly) {
+  constexpr std::string_view kNames[] = {"getppid", "read", "getpid"};
+  absl::StatusOr<SyscallCounters> counters = SyscallCounters::Open(kNames);
+  const absl::Status available = PerfEventAvailability(PerfEvent::kSyscalls);
+  if (!available.ok()) {
+    EXPECT_TRUE(absl::IsUnavailable(counters.status())) << counters.status();
+    GTEST_SKIP() << available.message();
+  }
+  ASSERT_TRUE(counters.ok()) << counters.status();
+  EXPECT_EQ(counters->names(), (std::vector<std::string>{"getppid", "read", "getpid"}));
+  SyscallCounters::Counts begin, end;
+  ASSERT_TRUE(counters->Read(begin));
+  for (int i = 0; i < 5; ++i) syscall(SYS_getppid);
+  for (int i = 0; i < 2; ++i) syscall(SYS_getpid);
+  ASSERT_TRUE(counters->Read(end));
+  const SyscallCounters::Counts d = counters->Between(begin, end);
+  EXPECT_EQ(d.by_kind, (std::vector<int64_t>{5, 0, 2}));
+  EXPECT_EQ(d.total, 7);
+
+  constexpr std::string_view kUnknown[] = {"no_such_call"};
+  EXPECT_TRUE(absl::IsInvalidArgument(SyscallCounters::Open(kUnknown).status()));
+  EXPECT_FALSE(HasSyscallTracepoint("no_such_call"));
+  EXPECT_TRUE(HasSyscallTracepoint("getppid"));
+}
+
 }  // namespace
 }  // namespace backendlab::profiling
