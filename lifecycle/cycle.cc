@@ -300,6 +300,11 @@ absl::StatusOr<CycleResult> RunCycle(const CycleOptions& options) {
   if (!pool.ok()) return pool.status();
   absl::StatusOr<BackendEnvironment> env = PrepareBackendEnvironment(options.backend, &*pool);
   if (!env.ok()) return env.status();
+  // The events the backends count, held open by the tool for the run: the
+  // first counter of a tracepoint (syscalls) that nobody else counts makes
+  // the kernel enable it, which waits for an RCU grace period — milliseconds
+  // that each short-lived backend would pay again in its `fork` phase.
+  const profiling::PerfCounters keep_enabled = profiling::PerfCounters::Open(env->counter_events);
   absl::StatusOr<CycleResult> result = options.mode == Mode::kFork ? RunForked(options, *env) : RunInproc(options, *env);
   if (result.ok()) {
     // The one availability path for every counter, syscalls included: what
