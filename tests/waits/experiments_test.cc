@@ -1,0 +1,171 @@
+// The two experiments run, measure what they say, count what is exact
+// exactly, and leave no process behind.
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "profiling/perf_events.h"
+#include "tests/lifecycle/child_processes.h"
+#include "waits/latch_experiment.h"
+#include "waits/waits_experiment.h"
+
+namespace backendlab::waits {
+namespace {
+
+double Kind(const SyscallsPerOp& s, const std::string& name) {
+  for (size_t i = 0; i < s.names.size(); ++i) {
+    if (s.names[i] == name) return s.per_op[i];
+  }
+  return -1;
+}
+
+bool Counted() { return profiling::PerfEventAvailability(profiling::PerfEvent::kSyscalls).ok(); }
+
+TEST(LatchExperimentTest, EveryLatchPingPongsAndABusySetCostsWhatItShould) {
+  LatchExperimentOptions o;
+  o.rounds = 1;
+  o.duration_ms = 20;
+  o.counted_round_trips = 200;
+  o.busy_sets = 500;
+  absl::StatusOr<LatchExperimentResult> r = RunLatchExperiment(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->rows.size(), std::size(kAllLatches));
+  EXPECT_TRUE(test_util::ChildrenOf(getpid()).empty()) << "a child of the experiment is left";
+  for (const LatchRow& row : r->rows) {
+    SCOPED_TRACE(std::string(LatchName(row.latch)));
+    EXPECT_GT(row.round_trips_per_second.median, 0);
+    EXPECT_GT(row.round_trip_us.count, 0);
+    EXPECT_GT(row.round_trip_us.median, 0);
+    EXPECT_EQ(row.syscalls.has_value(), Counted()) << r->syscalls_status;
+    if (!row.syscalls) continue;
+    // A ping-pong round trip wakes each side at most once, with at least a
+    // wake-up call (kill, write, futex, ...) and a sleep.
+    EXPECT_GE(row.syscalls->total, 1);
+    // A SetLatch on an owner that is not asleep: the 2010 latches signal
+    // it anyway (one kill per set); every later design sends nothing.
+    const bool signals = row.latch == LatchKind::kSelfpipeSelect || row.latch == LatchKind::kSelfpipePoll;
+    ASSERT_TRUE(row.busy_set_ns && row.busy_set_syscalls && row.busy_owner_syscalls);
+    EXPECT_DOUBLE_EQ(row.busy_set_syscalls->total, signals ? 1.0 : 0.0);
+    EXPECT_DOUBLE_EQ(Kind(*row.busy_set_syscalls, "kill"), signals ? 1.0 : 0.0);
+    if (!signals) {
+      EXPECT_DOUBLE_EQ(row.busy_owner_syscalls->total, 0.0);
+    }
+  }
+}
+
+TEST(LatchExperimentTest, BadOptionsAreRefusedBeforeAnythingRuns) {
+  LatchExperimentOptions o;
+  o.latches = {LatchKind::kFutex, LatchKind::kFutex};
+  EXPECT_EQ(RunLatchExperiment(o).status().code(), absl::StatusCode::kInvalidArgument);
+  o = {};
+  o.cpus = {0, 1, 0};
+  EXPECT_EQ(ValidateLatchOptions(o).code(), absl::StatusCode::kInvalidArgument);
+  o.cpus = {4096};
+  EXPECT_EQ(ValidateLatchOptions(o).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(ParseCpus("0,x").ok());
+  EXPECT_TRUE(ParseCpus("any")->empty());
+  EXPECT_EQ(*ParseCpus("0,1"), (std::vector<int>{0, 1}));
+}
+
+// In the direct shape a per-call backend makes exactly one set per round
+// trip; a long-lived one reads first and waits only when that found
+// nothing, so its reads are its waits plus one, and it makes no set at all.
+TEST(WaitsExperimentTest, EachStrategyWaitsAsItShould) {
+  WaitsExperimentOptions o;
+  o.pairs = {1, 3};
+  o.rounds = 1;
+  o.duration_ms = 20;
+  o.counted_round_trips = 300;
+  absl::StatusOr<WaitsExperimentResult> r = RunWaitsExperiment(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->rows.size(), 8u);
+  EXPECT_TRUE(test_util::ChildrenOf(getpid()).empty()) << "a child of the experiment is left";
+  for (const WaitsRow& row : r->rows) {
+    SCOPED_TRACE(absl::StrCat(std::string(WaitStrategyName(row.strategy)), " x", row.pairs));
+    EXPECT_GT(row.round_trips_per_second.median, 0);
+    EXPECT_GT(row.round_trip_us.count, 0);
+    ASSERT_TRUE(row.vs_long_lived.has_value());
+    if (row.strategy == WaitStrategy::kLongLived) {
+      EXPECT_DOUBLE_EQ(*row.vs_long_lived, 1.0);
+    }
+    EXPECT_EQ(row.syscalls.has_value(), Counted()) << r->syscalls_status;
+    if (!row.syscalls) continue;
+    const SyscallsPerOp& s = *row.syscalls;
+    EXPECT_DOUBLE_EQ(Kind(s, "sendto"), 1.0);  // one answer per round trip
+    switch (row.strategy) {
+      case WaitStrategy::kPerCall:
+        EXPECT_DOUBLE_EQ(Kind(s, "epoll_create1"), 1.0);
+        EXPECT_DOUBLE_EQ(Kind(s, "epoll_ctl"), 3.0);
+        EXPECT_DOUBLE_EQ(Kind(s, "epoll_wait"), 1.0);
+        EXPECT_DOUBLE_EQ(Kind(s, "close"), 1.0);
+        EXPECT_DOUBLE_EQ(Kind(s, "recvfrom"), 1.0);
+        EXPECT_GT(row.close_us, 0);
+        break;
+      case WaitStrategy::kLongLived:
+        EXPECT_DOUBLE_EQ(Kind(s, "epoll_create1"), 0.0);
+        EXPECT_DOUBLE_EQ(Kind(s, "epoll_ctl"), 0.0);
+        EXPECT_DOUBLE_EQ(Kind(s, "close"), 0.0);
+        EXPECT_DOUBLE_EQ(Kind(s, "recvfrom"), Kind(s, "epoll_wait") + 1.0);
+        EXPECT_DOUBLE_EQ(row.close_us, 0.0);
+        break;
+      case WaitStrategy::kCached:
+        EXPECT_DOUBLE_EQ(Kind(s, "epoll_create1"), 0.0);
+        EXPECT_DOUBLE_EQ(Kind(s, "epoll_ctl"), 1.0);
+        EXPECT_DOUBLE_EQ(Kind(s, "epoll_wait"), 1.0);
+        break;
+      case WaitStrategy::kPoll:
+        EXPECT_DOUBLE_EQ(Kind(s, "poll"), 1.0);
+        EXPECT_DOUBLE_EQ(Kind(s, "close"), 0.0);
+        break;
+    }
+  }
+}
+
+// The postgres_fdw shape over loopback TCP: the backend waits for its
+// client with the long-lived set and for the remote with the strategy.
+TEST(WaitsExperimentTest, FdwShapeOverTcp) {
+  WaitsExperimentOptions o;
+  o.strategies = {WaitStrategy::kPerCall, WaitStrategy::kLongLived};
+  o.pairs = {2};
+  o.transport = Transport::kTcp;
+  o.shape = Shape::kFdw;
+  o.rounds = 1;
+  o.duration_ms = 20;
+  o.counted_round_trips = 200;
+  absl::StatusOr<WaitsExperimentResult> r = RunWaitsExperiment(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->rows.size(), 2u);
+  EXPECT_TRUE(test_util::ChildrenOf(getpid()).empty());
+  for (const WaitsRow& row : r->rows) {
+    EXPECT_GT(row.round_trips_per_second.median, 0);
+    if (!row.syscalls) continue;
+    // Two sends per round trip: the request forwarded, the answer returned.
+    EXPECT_DOUBLE_EQ(Kind(*row.syscalls, "sendto"), 2.0);
+    if (row.strategy == WaitStrategy::kPerCall) {
+      EXPECT_DOUBLE_EQ(Kind(*row.syscalls, "epoll_create1"), 1.0);
+    }
+  }
+}
+
+TEST(WaitsExperimentTest, BadOptionsAreRefused) {
+  WaitsExperimentOptions o;
+  o.pairs = {0};
+  EXPECT_EQ(ValidateWaitsOptions(o).code(), absl::StatusCode::kInvalidArgument);
+  o.pairs = {2, 2};
+  EXPECT_EQ(ValidateWaitsOptions(o).code(), absl::StatusCode::kInvalidArgument);
+  o.pairs = {65};
+  EXPECT_EQ(ValidateWaitsOptions(o).code(), absl::StatusCode::kInvalidArgument);
+  o = {};
+  o.strategies = {};
+  EXPECT_EQ(ValidateWaitsOptions(o).code(), absl::StatusCode::kInvalidArgument);
+  o = {};
+  o.duration_ms = 5;
+  EXPECT_EQ(ValidateWaitsOptions(o).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace backendlab::waits
