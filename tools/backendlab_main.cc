@@ -19,9 +19,11 @@
 #include "tools/catcache_command.h"
 #include "tools/flags.h"
 #include "tools/cycle_command.h"
+#include "tools/latch_command.h"
 #include "tools/layouts_command.h"
 #include "tools/pg_command.h"
 #include "tools/profile_command.h"
+#include "tools/waits_command.h"
 
 namespace {
 
@@ -45,6 +47,10 @@ constexpr Command kCommands[] = {
      backendlab::tools::RunLayoutsCommand, backendlab::tools::LayoutsUsage},
     {"catcache", "compare the catalog-cache bucket strategies (palloc0, bss, expansible, mmap)",
      backendlab::tools::RunCatcacheCommand, backendlab::tools::CatcacheUsage},
+    {"latch", "latch implementations' ping-pong between two processes (self-pipe 2010 to futex)",
+     backendlab::tools::RunLatchCommand, backendlab::tools::LatchUsage},
+    {"waits", "what a backend pays to wait for its socket, per wait strategy and client/backend pairs",
+     backendlab::tools::RunWaitsCommand, backendlab::tools::WaitsUsage},
 };
 
 void PrintUsage(std::ostream& out) {
