@@ -17,6 +17,8 @@
 #include "base/resource_usage.h"
 #include "profiling/sampler.h"
 #include "profiling/perf_events.h"
+#include "waits/signalfd_epoll_latch.h"
+#include "waits/wait_dispatch.h"
 
 namespace backendlab::lifecycle {
 namespace {
@@ -86,6 +88,83 @@ absl::Status WaitForTerminate(int fd) {
   }
 }
 
+// The session with queries: the latch and the wait set, "ready", each
+// query answered, the end of `work`, then the wait for "terminate" — all
+// through the set, as a PostgreSQL backend reads its client through
+// FeBeWaitSet. A client that went away (EOF, a reset) ends it as
+// "terminate" would.
+template <waits::WaitSet S>
+absl::Status ServeQueries(const BackendEnvironment& env, int client_fd, PhaseRecorder& phases, BackendRecord& record) {
+  // This backend's latch: nobody sets it in the mock, but every set holds
+  // it, as PostgreSQL's hold MyLatch. Private memory will do: no other
+  // process reaches it.
+  waits::SignalfdEpollLatch::Shared shared;
+  if (absl::Status s = waits::SignalfdEpollLatch::InitShared(shared); !s.ok()) return s;
+  absl::StatusOr<waits::SignalfdEpollLatch> latch = waits::SignalfdEpollLatch::Own(shared, env.death_watch_fd);
+  if (!latch.ok()) return latch.status();
+  absl::StatusOr<S> set = S::Create(*latch, env.death_watch_fd, client_fd);
+  if (!set.ok()) return set.status();
+  auto gone = [](int err) { return err == EPIPE || err == ECONNRESET; };
+  auto failed = [](const char* what, int err) {
+    return absl::UnavailableError(absl::StrCat("backend ", what, ": ", err < 0 ? "the postmaster died" : std::strerror(err)));
+  };
+  bool ended = false;  // the client went away
+  if (const int err = waits::SendAll(*set, client_fd, &kReadyByte, 1); err != 0) {
+    if (!gone(err)) return failed("write", err);
+    ended = true;
+  }
+  for (int64_t q = 0; q < env.config.queries && !ended; ++q) {
+    char c;
+    const waits::Received r = set->Receive(client_fd, &c, 1);
+    if (r.bytes <= 0 || c != kQueryByte) {
+      if (r.bytes < 0 && !gone(r.error)) return failed("read", r.postmaster_died ? -1 : r.error);
+      ended = true;  // EOF, or "terminate" before the last query
+      break;
+    }
+    if (const int err = waits::SendAll(*set, client_fd, &kAnswerByte, 1); err != 0) {
+      if (!gone(err)) return failed("write", err);
+      ended = true;
+    }
+  }
+  phases.End(Phase::kWork);
+  profiling::SetSampleTag(kSampleTagWait);
+  record.ready_ns = NowNs();
+  if (!ended) {
+    char c;
+    const waits::Received r = set->Receive(client_fd, &c, 1);
+    if (r.bytes < 0 && !gone(r.error)) return failed("read", r.postmaster_died ? -1 : r.error);
+  }
+  record.terminate_ns = NowNs();
+  return absl::OkStatus();
+}
+
+// The end of `work` and the wait for "terminate": through a wait set with
+// queries, plain send() and read() without (pgbench -C's connection).
+absl::Status Session(const BackendEnvironment& env, int client_fd, PhaseRecorder& phases, BackendRecord& record) {
+  if (env.config.queries > 0 && client_fd >= 0) {
+    return waits::WithWaitStrategy<waits::SignalfdEpollLatch>(env.config.wait, [&]<waits::WaitSet S>() {
+      return ServeQueries<S>(env, client_fd, phases, record);
+    });
+  }
+  phases.End(Phase::kWork);
+  profiling::SetSampleTag(kSampleTagWait);
+  record.ready_ns = NowNs();
+  if (client_fd >= 0) {
+    // A client that has gone away (EPIPE, ECONNRESET) ends the session the way
+    // its "terminate" would, as a PostgreSQL backend exits on client EOF; any
+    // other send error is the backend's failure.
+    if (send(client_fd, &kReadyByte, 1, MSG_NOSIGNAL) != 1) {
+      if (errno != EPIPE && errno != ECONNRESET) {
+        return absl::UnavailableError(absl::StrCat("backend write: ", std::strerror(errno)));
+      }
+    } else if (absl::Status s = WaitForTerminate(client_fd); !s.ok()) {
+      return s;
+    }
+  }
+  record.terminate_ns = NowNs();
+  return absl::OkStatus();
+}
+
 template <RefCountTable T>
 absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendRecord& record) {
   const BackendConfig& config = env.config;
@@ -131,23 +210,7 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
     if (absl::Status s = table->Pin(b); !s.ok()) return s;
     env.pool->SharedRefCount(b).fetch_add(1, std::memory_order_relaxed);
   }
-  phases.End(Phase::kWork);
-
-  profiling::SetSampleTag(kSampleTagWait);
-  record.ready_ns = NowNs();
-  if (client_fd >= 0) {
-    // A client that has gone away (EPIPE, ECONNRESET) ends the session the way
-    // its "terminate" would, as a PostgreSQL backend exits on client EOF; any
-    // other send error is the backend's failure.
-    if (send(client_fd, &kReadyByte, 1, MSG_NOSIGNAL) != 1) {
-      if (errno != EPIPE && errno != ECONNRESET) {
-        return absl::UnavailableError(absl::StrCat("backend write: ", std::strerror(errno)));
-      }
-    } else if (absl::Status s = WaitForTerminate(client_fd); !s.ok()) {
-      return s;
-    }
-  }
-  record.terminate_ns = NowNs();
+  if (absl::Status s = Session(env, client_fd, phases, record); !s.ok()) return s;
 
   // Exit callbacks in PostgreSQL's order: the buffer check first (it was
   // registered last, with on_shmem_exit), then the backend's own teardown.

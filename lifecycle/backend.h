@@ -16,6 +16,7 @@
 #include "lifecycle/backend_record.h"
 #include "lifecycle/shared_pool.h"
 #include "profiling/perf_events.h"
+#include "waits/wait_set.h"
 
 namespace backendlab::lifecycle {
 
@@ -31,6 +32,10 @@ struct BackendConfig {
   // perf_event_open counters per phase (task-clock, context-switches, cycles,
   // ...), where the kernel allows: each costs every backend a perf_event_open.
   std::vector<profiling::PerfEvent> counters;
+  // Queries each backend serves after "ready", in its `work` phase, waiting
+  // for each with `wait` (fork mode; 0: none, the connection is pgbench -C's).
+  int64_t queries = 0;
+  waits::WaitStrategy wait = waits::WaitStrategy::kLongLived;
   // Fault injection for tests and demonstrations:
   int32_t leak_pins = 0;        // buffers each backend leaves pinned at exit
   int64_t kill_backend = -1;    // the backend with this sequence number SIGKILLs itself in `work`
@@ -45,6 +50,10 @@ struct BackendEnvironment {
   std::vector<catcache::Lookup> lookups;
   SharedPool* pool = nullptr;
   std::vector<profiling::PerfEvent> counter_events;  // config.counters, and syscalls if counted
+  // The postmaster-death pipe (fork mode with queries): the end every wait
+  // set watches, and the postmaster's, which a backend closes first thing.
+  int death_watch_fd = -1;
+  int death_own_fd = -1;
 };
 
 absl::StatusOr<BackendEnvironment> PrepareBackendEnvironment(const BackendConfig& config, SharedPool* pool);
@@ -52,15 +61,23 @@ absl::StatusOr<BackendEnvironment> PrepareBackendEnvironment(const BackendConfig
 // Runs the backend's phases, writing each into `record` as soon as it ends (so
 // a backend that dies leaves what it had measured). `client_fd` >= 0: send
 // "ready" after `work` and wait for "terminate" or EOF; -1 (inproc): no wait.
+// With queries, "ready" goes before them, inside `work`, which ends with the
+// last answer; each query, and the "terminate", is waited for through a
+// wait set of config.wait over the backend's latch (signalfd-epoll) and
+// the postmaster-death pipe — made in `work` too, as pq_init makes
+// FeBeWaitSet at a backend's start.
 // Last, it records its own counters and the time (exit_*), as the moment
 // the process would _exit. Returns the first error; the record says how far
 // it got. A client that went away (EOF, EPIPE, ECONNRESET) ends the session
 // as "terminate" would: no error.
 absl::Status RunBackend(const BackendEnvironment& env, int client_fd, BackendRecord& record);
 
-// The protocol's two bytes.
+// The protocol's bytes: the backend's "ready", the client's "terminate";
+// with queries, the client's query and the backend's answer.
 inline constexpr char kReadyByte = 'R';
 inline constexpr char kTerminateByte = 'X';
+inline constexpr char kQueryByte = 'Q';
+inline constexpr char kAnswerByte = 'D';
 
 }  // namespace backendlab::lifecycle
 

@@ -25,6 +25,7 @@
 #include "lifecycle/internal/sample_slots.h"
 #include "profiling/perf_events.h"
 #include "profiling/sampler.h"
+#include "waits/postmaster_death.h"
 
 namespace backendlab::lifecycle {
 namespace {
@@ -182,13 +183,28 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
   if (pipe2(results, O_CLOEXEC) != 0) return Errno("pipe");
   UniqueFd results_read(results[0]), results_write(results[1]);
 
+  // With queries, the backends' sets watch a postmaster-death pipe, as
+  // PostgreSQL's do: made here, kept by the postmaster, dropped by the tool.
+  std::optional<waits::PostmasterDeathPipe> death;
+  BackendEnvironment env_with_death;
+  const BackendEnvironment* backend_env = &env;
+  if (env.config.queries > 0) {
+    absl::StatusOr<waits::PostmasterDeathPipe> pipe = waits::PostmasterDeathPipe::Create();
+    if (!pipe.ok()) return pipe.status();
+    death = *std::move(pipe);
+    env_with_death = env;
+    env_with_death.death_watch_fd = death->watch_fd();
+    env_with_death.death_own_fd = death->own_fd();
+    backend_env = &env_with_death;
+  }
+
   std::fflush(nullptr);
   const pid_t postmaster = fork();
   if (postmaster == 0) {
     control_write.Reset();
     results_read.Reset();
     internal::PostmasterConfig config;
-    config.env = &env;
+    config.env = backend_env;
     config.listen_fd = listen_fd.get();
     config.control_fd = control_read.get();
     config.results_fd = results_write.get();
@@ -206,6 +222,7 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
   listen_fd.Reset();
   control_read.Reset();
   results_write.Reset();
+  death.reset();
   if (postmaster < 0) {
     errno = fork_error;
     return Errno("cannot fork the postmaster");
@@ -259,6 +276,10 @@ absl::Status ValidateCycleOptions(const CycleOptions& o) {
   if (o.mode == Mode::kInproc && o.backend.kill_backend >= 0) {
     return absl::InvalidArgumentError("--kill-backend needs --mode=fork");
   }
+  if (o.backend.queries < 0 || o.backend.queries > 1'000'000) return absl::InvalidArgumentError("--queries must be 0..10^6");
+  if (o.mode == Mode::kInproc && o.backend.queries > 0) {
+    return absl::InvalidArgumentError("--queries needs --mode=fork (a query is a round trip with a client)");
+  }
   if (o.warmup < 0) return absl::InvalidArgumentError("--warmup must be >= 0");
   if (o.backend.work_pins < 0 || o.backend.work_lookups < 0 || o.backend.leak_pins < 0) {
     return absl::InvalidArgumentError("work sizes must be >= 0");
@@ -279,6 +300,7 @@ absl::Status ValidateCycleOptions(const CycleOptions& o) {
 void MergeRound(const CycleResult& round, CycleResult& total) {
   total.backends.Merge(round.backends);
   total.connect_latency_ns.Merge(round.connect_latency_ns);
+  total.query_latency_ns.Merge(round.query_latency_ns);
   total.baseline_fork_ns.Merge(round.baseline_fork_ns);
   total.connections += round.connections;
   total.failed_connections += round.failed_connections;

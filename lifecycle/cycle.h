@@ -53,6 +53,7 @@ struct CycleOptions {
 struct CycleResult {
   CycleStats backends;                // measured backends' phases, warm-up crashes, incidents
   Histogram connect_latency_ns;       // connect() -> "ready" received, measured connections
+  Histogram query_latency_ns;         // with queries: query sent -> answer received, measured connections
   int64_t connections = 0;            // measured connections that reached "ready"
   int64_t failed_connections = 0;     // closed by the server side before "ready"
   int64_t wall_ns = 0;                // the measured part of the run

@@ -28,6 +28,7 @@ CycleSummary Summarize(const CycleResult& result) {
   s.wait_us = b.wait_ns.Summarize(1e-3);
   s.lifetime_us = b.lifetime_ns.Summarize(1e-3);
   s.connect_us = result.connect_latency_ns.Summarize(1e-3);
+  s.query_us = result.query_latency_ns.Summarize(1e-3);
   if (result.wall_ns > 0) {
     s.connections_per_second = static_cast<double>(result.connections) * 1e9 / static_cast<double>(result.wall_ns);
   }

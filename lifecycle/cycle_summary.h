@@ -25,6 +25,7 @@ struct CycleSummary {
   Summary wait_us;        // ready -> terminate, inside the backend
   Summary lifetime_us;    // accept -> reaped
   Summary connect_us;     // client: connect -> ready
+  Summary query_us;       // client: query sent -> answer received (with queries)
   double connections_per_second = 0;
   double baseline_forks_per_second = 0;  // 1 / median bare fork+exit+wait
   int64_t exited = 0, crashed = 0, leaks = 0;

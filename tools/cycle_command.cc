@@ -18,6 +18,7 @@
 #include "tools/flags.h"
 #include "tools/machine_header.h"
 #include "tools/report.h"
+#include "waits/wait_set.h"
 
 namespace backendlab::tools {
 namespace {
@@ -35,6 +36,8 @@ constexpr FlagSpec kFlags[] = {
     {"warmup", "20", "connections run first and left out"},
     {"work-pins", "20", "pin+unpin pairs per backend"},
     {"work-lookups", "100", "catcache lookups per backend"},
+    {"queries", "0", "request/response round trips each backend serves after \"ready\", in its work phase (fork mode)"},
+    {"wait", "long-lived", "how a backend waits for each query: per-call, long-lived, cached or poll (see backendlab waits)"},
     {"syscalls", "off", "count syscalls per phase (perf tracepoint; slows every backend's start): on or off"},
     {"counters", "", "perf events per phase, e.g. task-clock,context-switches,cycles (or sw, hw, all); each slows every backend's start"},
     {"leak-pins", "0", "plant a bug: pins each backend never releases"},
@@ -78,6 +81,11 @@ absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& ou
   out << absl::StrFormat("connections/s: %.1f   connect latency us: p50 %s  p90 %s  p99 %s   (%d measured, %d failed)\n",
                          s.connections_per_second, Us(s.connect_us.median), Us(s.connect_us.p90),
                          Us(s.connect_us.p99), result->connections, result->failed_connections);
+  if (b.queries > 0) {
+    out << absl::StrFormat("query round trip us: p50 %s  p90 %s  p99 %s   (%d queries per connection, %s wait)\n",
+                           Us(s.query_us.median), Us(s.query_us.p90), Us(s.query_us.p99), b.queries,
+                           waits::WaitStrategyName(b.wait));
+  }
   const double floor_ratio =
       s.baseline_forks_per_second > 0 ? s.connections_per_second / s.baseline_forks_per_second : 0;
   out << absl::StrFormat(

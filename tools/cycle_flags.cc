@@ -8,6 +8,7 @@
 #include "catcache/bucket_allocator.h"
 #include "catcache/syscache_profile.h"
 #include "profiling/perf_events.h"
+#include "waits/wait_set.h"
 
 namespace backendlab::tools {
 
@@ -65,6 +66,7 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
   for (absl::Status s : {
            ParseFlagInto(flags, "mode", lifecycle::ParseMode, &o.mode),
            ParseFlagInto(flags, "syscache", ParseSyscacheName, &b.syscache),
+           ParseFlagInto(flags, "wait", waits::ParseWaitStrategy, &b.wait),
        }) {
     if (!s.ok()) return s;
   }
@@ -90,6 +92,7 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
       {"warmup", 0, 1'000'000, &o.warmup},
       {"work-pins", 0, 1'000'000'000, &b.work_pins},
       {"work-lookups", 0, 100'000'000, &b.work_lookups},
+      {"queries", 0, 1'000'000, &b.queries},
       {"leak-pins", 0, 1000, &leak},
       {"kill-backend", -1, INT64_MAX, &b.kill_backend},
   };

@@ -10,6 +10,7 @@
 #include "buffers/exit_check.h"
 #include "buffers/shared_buffers.h"
 #include "catcache/bucket_allocator.h"
+#include "waits/wait_set.h"
 
 namespace backendlab::tools {
 
@@ -26,7 +27,9 @@ std::string ConfigLine(const lifecycle::CycleOptions& o, bool with_configuration
                       o.clients == 1 ? " client, " : " clients, ",
                       o.connections > 0 ? absl::StrCat(o.connections, " connections")
                                         : absl::StrCat(o.duration_ms, " ms"),
-                      " (+", o.warmup, " warm-up), work ", b.work_pins, " pins + ", b.work_lookups, " lookups");
+                      " (+", o.warmup, " warm-up), work ", b.work_pins, " pins + ", b.work_lookups, " lookups",
+                      b.queries > 0 ? absl::StrCat(" + ", b.queries, " queries (", std::string(waits::WaitStrategyName(b.wait)), " wait)")
+                                    : std::string());
 }
 
 nlohmann::json ConfigJson(const lifecycle::CycleOptions& o) {
@@ -44,6 +47,8 @@ nlohmann::json ConfigJson(const lifecycle::CycleOptions& o) {
           {"warmup", o.warmup},
           {"work_pins", b.work_pins},
           {"work_lookups", b.work_lookups},
+          {"queries", b.queries},
+          {"wait", waits::WaitStrategyName(b.wait)},
           {"leak_pins", b.leak_pins},
           {"counters", [&] {
              nlohmann::json names = nlohmann::json::array();
@@ -57,6 +62,8 @@ nlohmann::json SummaryJson(const lifecycle::CycleSummary& s, const lifecycle::Cy
           {"connect_us_p50", s.connect_us.median},
           {"connect_us_p90", s.connect_us.p90},
           {"connect_us_p99", s.connect_us.p99},
+          {"query_us_p50", s.query_us.median},
+          {"query_us_p99", s.query_us.p99},
           {"baseline_forks_per_second", s.baseline_forks_per_second},
           {"connections", r.connections},
           {"failed_connections", r.failed_connections},

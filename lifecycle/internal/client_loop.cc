@@ -147,11 +147,26 @@ absl::Status ClientLoop::Connect(Client& c, bool& connected) {
   c.fd = fd;
   c.got = 0;
   c.sequence = -1;
+  c.ready_ns = 0;
+  c.queries_left = 0;
   connected = true;
   return absl::OkStatus();
 }
 
 void ClientLoop::Read(Client& c) {
+  if (c.ready_ns != 0) {  // an answer to the query in flight
+    char answer;
+    const ssize_t n = read(c.fd, &answer, 1);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    const int64_t now = NowNs();
+    if (n <= 0 || answer != kAnswerByte) {  // the backend died mid-session
+      Finish(c, false, now);
+      return;
+    }
+    if (!IsWarmup(c.sequence, options_.warmup)) result_.query_latency_ns.Record(now - c.query_sent_ns);
+    if (--c.queries_left == 0 || !SendQuery(c)) Finish(c, c.queries_left == 0, now);
+    return;
+  }
   const ssize_t n = read(c.fd, c.greeting + c.got, sizeof c.greeting - c.got);
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
   const int64_t now = NowNs();
@@ -167,7 +182,16 @@ void ClientLoop::Read(Client& c) {
       measure_start_ns_ = c.started_ns;
     }
   }
-  if (c.got == sizeof c.greeting) Finish(c, c.greeting[sizeof c.sequence] == kReadyByte, now);
+  if (c.got < sizeof c.greeting) return;
+  const bool ready = c.greeting[sizeof c.sequence] == kReadyByte;
+  c.ready_ns = now;
+  c.queries_left = options_.backend.queries;
+  if (!ready || c.queries_left == 0 || !SendQuery(c)) Finish(c, ready && c.queries_left == 0, now);
+}
+
+bool ClientLoop::SendQuery(Client& c) {
+  c.query_sent_ns = NowNs();
+  return SendByte(c.fd, kQueryByte);
 }
 
 void ClientLoop::Finish(Client& c, bool ready, int64_t now) {
@@ -181,7 +205,7 @@ void ClientLoop::Finish(Client& c, bool ready, int64_t now) {
   last_complete_ns_ = now;
   if (ready) {
     ++result_.connections;
-    result_.connect_latency_ns.Record(now - c.started_ns);
+    result_.connect_latency_ns.Record(c.ready_ns - c.started_ns);
   } else {
     ++result_.failed_connections;
   }

@@ -1,6 +1,7 @@
 // The clients of a fork-mode run, in the tool process: `--clients` sockets
 // driven by one poll loop, each connecting, waiting for "ready", sending
-// "terminate" and closing, like `pgbench -C`; and the reader of the
+// "terminate" and closing, like `pgbench -C` — with queries, sending each
+// after "ready" and waiting for its answer first; and the reader of the
 // postmaster's messages. Not for other modules.
 #ifndef BACKENDLAB_LIFECYCLE_INTERNAL_CLIENT_LOOP_H_
 #define BACKENDLAB_LIFECYCLE_INTERNAL_CLIENT_LOOP_H_
@@ -38,12 +39,17 @@ class ClientLoop {
     int64_t sequence = -1;  // from the postmaster; -1 until received
     size_t got = 0;         // bytes of `greeting` received
     char greeting[sizeof(int64_t) + 1] = {};  // the sequence number, then "ready"
+    int64_t ready_ns = 0;       // "ready" received (0: not yet)
+    int64_t queries_left = 0;   // with queries: answers still to come
+    int64_t query_sent_ns = 0;  // the query in flight
   };
 
   // Reads one message from the postmaster; false at EOF.
   bool DrainOne();
   absl::Status Connect(Client& c, bool& started);
   void Read(Client& c);
+  // Sends the next query; false if the backend is gone.
+  bool SendQuery(Client& c);
   void Finish(Client& c, bool ready, int64_t now);
 
   const CycleOptions& options_;

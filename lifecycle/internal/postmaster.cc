@@ -122,6 +122,9 @@ void Postmaster::BackendChild(size_t slot, int client_fd, int sigfd) {
   if (results_fd_ >= 0) close(results_fd_);
   if (c_.samples_fd >= 0) close(c_.samples_fd);
   close(sigfd);
+  // The postmaster-death pipe's write end is the postmaster's alone: held
+  // here too, it would never reach EOF.
+  if (c_.env->death_own_fd >= 0) close(c_.env->death_own_fd);
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the postmaster
   if (getppid() != pid_) _exit(1);   // it died before prctl took effect
   UseDefaultMallocThresholds();
