@@ -22,6 +22,7 @@
 #include "tools/layouts_command.h"
 #include "tools/pg_command.h"
 #include "tools/profile_command.h"
+#include "tools/xlog_command.h"
 
 namespace {
 
@@ -45,6 +46,8 @@ constexpr Command kCommands[] = {
      backendlab::tools::RunLayoutsCommand, backendlab::tools::LayoutsUsage},
     {"catcache", "compare the catalog-cache bucket strategies (palloc0, bss, expansible, mmap)",
      backendlab::tools::RunCatcacheCommand, backendlab::tools::CatcacheUsage},
+    {"xlog", "WAL insert locks: four ways to track the last important LSN, and a contention model",
+     backendlab::tools::RunXlogCommand, backendlab::tools::XlogUsage},
 };
 
 void PrintUsage(std::ostream& out) {
