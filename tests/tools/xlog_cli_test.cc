@@ -18,8 +18,8 @@ using test_util::Lines;
 using test_util::ReadFile;
 using test_util::RunResult;
 
-// Small settings: one round of 2 ms windows.
-const std::vector<std::string> kTiny = {"--rounds=1", "--window-ms=2", "--readers=off,max", "--record-sizes=32"};
+// Small settings: one round of 5 ms windows.
+const std::vector<std::string> kTiny = {"--rounds=1", "--window-ms=5", "--readers=off,max", "--record-sizes=32"};
 
 class XlogCliTest : public CliTest {
  protected:
@@ -93,6 +93,7 @@ TEST_F(XlogCliTest, TinyRunPrintsBothTablesAndWritesJsonAndCsv) {
   EXPECT_EQ(header["model"]["rows"][0]["model_vs_per_lock_8"], 1.0);
 
   ASSERT_EQ(json["rows"].size(), 16u) << "4 variants x 2 workers x 2 readers";
+  int reader_figures = 0;
   for (const nlohmann::json& row : json["rows"]) {
     for (const char* key : {"variant", "workers", "record_size", "reader", "locks", "records_per_second",
                             "insert_p50_ns", "insert_p99_ns", "reader_ns_per_call", "records_per_second_vs_per_lock",
@@ -104,12 +105,16 @@ TEST_F(XlogCliTest, TinyRunPrintsBothTablesAndWritesJsonAndCsv) {
       EXPECT_TRUE(row["reader_ns_per_call"].is_null()) << row.dump();
     }
     if (row["reader"] == "max") {
-      EXPECT_TRUE(row["reader_ns_per_call"].is_number()) << row.dump();
+      // A 5 ms window may pass before the reader is scheduled; not all of them.
+      EXPECT_TRUE(row["reader_ns_per_call"].is_number() || row["reader_ns_per_call"].is_null()) << row.dump();
+      reader_figures += row["reader_ns_per_call"].is_number();
     }
     if (row["variant"] == "per-lock") {
       EXPECT_EQ(row["records_per_second_vs_per_lock"], 1.0);
     }
   }
+
+  EXPECT_GT(reader_figures, 0) << "a flat-out reader measured in no window at all";
 
   const std::vector<std::string> csv = Lines(ReadFile(csv_path));
   ASSERT_EQ(csv.size(), 17u) << ReadFile(csv_path);
