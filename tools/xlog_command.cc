@@ -29,8 +29,8 @@ constexpr FlagSpec kFlags[] = {
     {"locks", "8", "insert locks (NUM_XLOGINSERT_LOCKS; 1..1024)"},
     {"unimportant-percent", "10", "share of records flagged unimportant (0..100)"},
     {"model-workers", "8,32,96", "worker counts the contention model predicts (2..100000)"},
-    {"rounds", "5", "interleaved rounds; medians are reported"},
-    {"window-ms", "80", "length of one measurement window (1..60000)"},
+    {"rounds", "7", "interleaved rounds; medians are reported"},
+    {"window-ms", "60", "length of one measurement window (1..60000)"},
     {"json", "", "also write the rows as JSON to this file"},
     {"csv", "", "also write the rows as CSV to this file"},
 };
@@ -140,7 +140,7 @@ Report ModelTable(const xlog::XlogExperimentResult& result, const std::vector<in
       {"variant", "variant"},
       {"locks", "locks"},
       {"record_size", "record"},
-      {"measured_records_per_second_1", "measured N=1", 0},
+      {"measured_records_per_second_1", "measured p90 N=1", 0},
       {"measured_records_per_second_2", "N=2", 0},
       {"reservation_transfers", "transfers/visit: reservation", 2},
       {"line_transfers", "own line", 2},
@@ -233,7 +233,7 @@ absl::Status RunXlogCommand(std::span<const std::string> args, std::ostream& out
     model["coherence_latency_ns_p10"] = result->coherence_ns->p10;
     model["coherence_latency_ns_p90"] = result->coherence_ns->p90;
   }
-  model["calibration"] = "each variant's measured records/s at 1 and 2 workers, reader off (rows above)";
+  model["calibration"] = "each variant's measured records/s at 1 and 2 workers, reader off: the p90 of the rounds";
   model["important_share"] = 1 - options->unimportant_percent / 100.0;
   out << "\nContention model: " << kModelLabel << ".\n";
   if (result->model.empty()) {
@@ -242,8 +242,8 @@ absl::Status RunXlogCommand(std::span<const std::string> args, std::ostream& out
   } else {
     out << absl::StrFormat(
         "  inputs: coherence latency %.1f ns per cache-line transfer (measured here: two pinned threads, p10 %.1f,\n"
-        "  p90 %.1f over the rounds); calibration: each variant's measured 1- and 2-worker records/s, reader off\n"
-        "  (the columns below); important share %.2f. Fitted: transfers per visit to the reservation (per-lock,\n"
+        "  p90 %.1f over the rounds); calibration: each variant's measured 1- and 2-worker records/s, reader off,\n"
+        "  the p90 of the rounds (interference only slows a window down; the columns below); important share %.2f. Fitted: transfers per visit to the reservation (per-lock,\n"
         "  per-lock-atomic; the central variants take per-lock's) and to a central variant's own line.\n"
         "  \"as coded\": one transfer per central line the code visits. The reader is not modelled; NUMA\n"
         "  and retry storms that grow with N are not either: read the N=32 and N=96 columns as \"if this\n"

@@ -50,8 +50,8 @@ struct XlogExperimentOptions {
   std::vector<int> locks;               // each 1 .. kMaxLocks
   std::vector<int> model_workers;       // the model's points, each 2 .. 100000
   int unimportant_percent = 10;
-  int64_t rounds = 5;
-  int64_t duration_ms = 80;  // one measurement window
+  int64_t rounds = 7;
+  int64_t duration_ms = 60;  // one measurement window
 };
 
 // One configuration, as the experiment and the benchmark run it.
@@ -62,7 +62,7 @@ struct XlogConfig {
   ReaderRate reader = ReaderRate::kOff;
   int locks = 8;
   int unimportant_percent = 10;
-  int64_t duration_ns = 80'000'000;
+  int64_t duration_ns = 60'000'000;
 };
 
 // One measurement window of one configuration.
@@ -118,7 +118,9 @@ struct XlogExperimentResult {
   std::vector<XlogRow> rows;  // locks, record sizes, workers, readers, variants: outer to inner
   std::optional<Summary> coherence_ns{};  // over the rounds; absent if it could not be measured
   double clock_ns = 0;                    // median over every window of XlogSample::clock_ns
-  std::vector<ModelRow> model;            // variants x record sizes x locks with 1 and 2 workers, reader off
+  // Variants x record sizes x locks with 1 and 2 workers, reader off, each
+  // calibrated on the p90 of its rounds' records/s.
+  std::vector<ModelRow> model;
   std::string model_missing;              // why there is no model, when `model` is empty
 };
 
