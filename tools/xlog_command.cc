@@ -3,6 +3,7 @@
 #include "tools/xlog_command.h"
 
 #include <iostream>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -140,7 +141,7 @@ Report ModelTable(const xlog::XlogExperimentResult& result, const std::vector<in
       {"variant", "variant"},
       {"locks", "locks"},
       {"record_size", "record"},
-      {"measured_records_per_second_1", "measured p90 N=1", 0},
+      {"measured_records_per_second_1", "measured N=1", 0},
       {"measured_records_per_second_2", "N=2", 0},
       {"reservation_transfers", "transfers/visit: reservation", 2},
       {"line_transfers", "own line", 2},
@@ -207,13 +208,15 @@ absl::Status RunXlogCommand(std::span<const std::string> args, std::ostream& out
   header["unimportant_percent"] = options->unimportant_percent;
   header["ring_bytes"] = xlog::kRingBytes;
   header["workers_are"] = "threads";
+  header["workers_pinned"] = "worker i on CPU i mod the CPUs allowed";
   header["insert_samples"] = "one insert in 16 timed, net of the clock's own cost";
   header["clock_ns"] = result->clock_ns;
 
   out << absl::StrFormat(
       "backendlab xlog: WAL insert path, %d configurations, %d interleaved rounds of %d ms windows, medians\n",
       result->rows.size(), options->rounds, options->duration_ms);
-  out << MachineLine(header) << "; workers are threads; " << options->unimportant_percent
+  out << MachineLine(header) << "; workers are threads, worker i on CPU i mod " << std::thread::hardware_concurrency()
+      << "; " << options->unimportant_percent
       << "% of records unimportant; 16 MiB ring\n\n";
   report.PrintText(out);
   out << "\nrecords/s: all workers together; spread: p90 - p10 of the rounds over the median.\n"
@@ -233,7 +236,7 @@ absl::Status RunXlogCommand(std::span<const std::string> args, std::ostream& out
     model["coherence_latency_ns_p10"] = result->coherence_ns->p10;
     model["coherence_latency_ns_p90"] = result->coherence_ns->p90;
   }
-  model["calibration"] = "each variant's measured records/s at 1 and 2 workers, reader off: the p90 of the rounds";
+  model["calibration"] = "each variant's measured records/s at 1 and 2 workers, reader off (medians)";
   model["important_share"] = 1 - options->unimportant_percent / 100.0;
   out << "\nContention model: " << kModelLabel << ".\n";
   if (result->model.empty()) {
@@ -242,8 +245,8 @@ absl::Status RunXlogCommand(std::span<const std::string> args, std::ostream& out
   } else {
     out << absl::StrFormat(
         "  inputs: coherence latency %.1f ns per cache-line transfer (measured here: two pinned threads, p10 %.1f,\n"
-        "  p90 %.1f over the rounds); calibration: each variant's measured 1- and 2-worker records/s, reader off,\n"
-        "  the p90 of the rounds (interference only slows a window down; the columns below); important share %.2f. Fitted: transfers per visit to the reservation (per-lock,\n"
+        "  p90 %.1f over the rounds); calibration: each variant's measured 1- and 2-worker records/s, reader off\n"
+        "  (medians; the columns below); important share %.2f. Fitted: transfers per visit to the reservation (per-lock,\n"
         "  per-lock-atomic; the central variants take per-lock's) and to a central variant's own line.\n"
         "  \"as coded\": one transfer per central line the code visits. The reader is not modelled; NUMA\n"
         "  and retry storms that grow with N are not either: read the N=32 and N=96 columns as \"if this\n"

@@ -79,8 +79,8 @@ struct XlogSample {
   double clock_ns = 0;
 };
 
-// Runs one window: the workers insert for config.duration_ns while the
-// reader calls at its rate. `ring` is the WAL's buffer (kRingBytes, a power
+// Runs one window: the workers insert for config.duration_ns, worker i on
+// CPU i mod the CPUs allowed, while the reader calls at its rate. `ring` is the WAL's buffer (kRingBytes, a power
 // of two, touched beforehand). `seed` picks the unimportant records and the
 // reader's phase. An error if a thread cannot be started.
 absl::StatusOr<XlogSample> MeasureXlogOnce(const XlogConfig& config, std::span<std::byte> ring, uint64_t seed);
@@ -118,9 +118,7 @@ struct XlogExperimentResult {
   std::vector<XlogRow> rows;  // locks, record sizes, workers, readers, variants: outer to inner
   std::optional<Summary> coherence_ns{};  // over the rounds; absent if it could not be measured
   double clock_ns = 0;                    // median over every window of XlogSample::clock_ns
-  // Variants x record sizes x locks with 1 and 2 workers, reader off, each
-  // calibrated on the p90 of its rounds' records/s.
-  std::vector<ModelRow> model;
+  std::vector<ModelRow> model;  // variants x record sizes x locks with 1 and 2 workers, reader off
   std::string model_missing;              // why there is no model, when `model` is empty
 };
 
