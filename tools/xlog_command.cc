@@ -3,7 +3,6 @@
 #include "tools/xlog_command.h"
 
 #include <iostream>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -209,13 +208,14 @@ absl::Status RunXlogCommand(std::span<const std::string> args, std::ostream& out
   header["ring_bytes"] = xlog::kRingBytes;
   header["workers_are"] = "threads";
   header["workers_pinned"] = "worker i on CPU i mod the CPUs allowed";
+  header["cpus_allowed"] = xlog::AllowedCpuCount();
   header["insert_samples"] = "one insert in 16 timed, net of the clock's own cost";
   header["clock_ns"] = result->clock_ns;
 
   out << absl::StrFormat(
       "backendlab xlog: WAL insert path, %d configurations, %d interleaved rounds of %d ms windows, medians\n",
       result->rows.size(), options->rounds, options->duration_ms);
-  out << MachineLine(header) << "; workers are threads, worker i on CPU i mod " << std::thread::hardware_concurrency()
+  out << MachineLine(header) << "; workers are threads, worker i on CPU i mod " << xlog::AllowedCpuCount()
       << "; " << options->unimportant_percent
       << "% of records unimportant; 16 MiB ring\n\n";
   report.PrintText(out);

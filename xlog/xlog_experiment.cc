@@ -368,6 +368,8 @@ void AddModel(const XlogExperimentOptions& o, XlogExperimentResult& result) {
 
 }  // namespace
 
+int AllowedCpuCount() { return static_cast<int>(AllowedCpus().size()); }
+
 absl::StatusOr<XlogSample> MeasureXlogOnce(const XlogConfig& config, std::span<std::byte> ring, uint64_t seed) {
   return WithTracker(config.variant, [&]<LastImportantTracker T>() { return MeasureOnce<T>(config, ring, seed); });
 }

@@ -85,6 +85,10 @@ struct XlogSample {
 // reader's phase. An error if a thread cannot be started.
 absl::StatusOr<XlogSample> MeasureXlogOnce(const XlogConfig& config, std::span<std::byte> ring, uint64_t seed);
 
+// The CPUs this process may run on (its affinity mask): worker i of a
+// window runs on the (i mod this)-th of them.
+int AllowedCpuCount();
+
 // One cache line handed back and forth between two threads pinned to two
 // CPUs: ns per one-way transfer. FailedPrecondition with fewer than two CPUs.
 absl::StatusOr<double> MeasureCoherenceLatencyNs(int64_t round_trips);
