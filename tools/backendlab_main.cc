@@ -24,6 +24,7 @@
 #include "tools/pg_command.h"
 #include "tools/profile_command.h"
 #include "tools/waits_command.h"
+#include "tools/xlog_command.h"
 
 namespace {
 
@@ -51,6 +52,8 @@ constexpr Command kCommands[] = {
      backendlab::tools::RunLatchCommand, backendlab::tools::LatchUsage},
     {"waits", "what a backend pays to wait for its socket, per wait strategy and client/backend pairs",
      backendlab::tools::RunWaitsCommand, backendlab::tools::WaitsUsage},
+    {"xlog", "WAL insert locks: four ways to track the last important LSN, and a contention model",
+     backendlab::tools::RunXlogCommand, backendlab::tools::XlogUsage},
 };
 
 void PrintUsage(std::ostream& out) {

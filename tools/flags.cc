@@ -74,8 +74,11 @@ absl::StatusOr<bool> Flags::GetBool(std::string_view name) const {
   return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), " must be on or off, not ", Quoted(text)));
 }
 
-absl::StatusOr<int64_t> Flags::GetInt(std::string_view name, int64_t min, int64_t max) const {
-  const std::string text = Get(name);
+namespace {
+
+// A whole number in [min, max] given to flag `name`: GetInt's and
+// GetIntList's one parse and wording.
+absl::StatusOr<int64_t> ParseIntIn(std::string_view name, const std::string& text, int64_t min, int64_t max) {
   int64_t value;
   if (!absl::SimpleAtoi(text, &value)) {
     return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), ": ", Quoted(text), " is not a whole number"));
@@ -85,6 +88,28 @@ absl::StatusOr<int64_t> Flags::GetInt(std::string_view name, int64_t min, int64_
         absl::StrCat("flag ", FlagName(name), ": ", value, " is outside ", min, "..", max));
   }
   return value;
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> Flags::GetInt(std::string_view name, int64_t min, int64_t max) const {
+  return ParseIntIn(name, Get(name), min, max);
+}
+
+absl::StatusOr<std::vector<int64_t>> Flags::GetIntList(std::string_view name, int64_t min, int64_t max) const {
+  absl::StatusOr<std::vector<std::string>> items = GetList(name);
+  if (!items.ok()) return items.status();
+  std::vector<int64_t> values;
+  for (const std::string& item : *items) {
+    absl::StatusOr<int64_t> v = ParseIntIn(name, item, min, max);
+    if (!v.ok()) return v.status();
+    // The same number spelled twice ("8,08") would be measured twice.
+    if (std::find(values.begin(), values.end(), *v) != values.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), " lists ", *v, " twice"));
+    }
+    values.push_back(*v);
+  }
+  return values;
 }
 
 std::string FlagsHelp(std::span<const FlagSpec> specs) {

@@ -35,6 +35,9 @@ class Flags {
   absl::StatusOr<bool> GetBool(std::string_view name) const;
   // A whole number in [min, max].
   absl::StatusOr<int64_t> GetInt(std::string_view name, int64_t min, int64_t max) const;
+  // A comma-separated list of whole numbers, each in [min, max]; an empty
+  // item or the same number twice is an error.
+  absl::StatusOr<std::vector<int64_t>> GetIntList(std::string_view name, int64_t min, int64_t max) const;
 
  private:
   std::map<std::string, std::string, std::less<>> values_;

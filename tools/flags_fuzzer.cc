@@ -1,7 +1,8 @@
 // libFuzzer target: Flags::Parse and its typed getters on an argument list
 // made of the input's NUL-separated pieces, against a fixed set of specs.
 // Beyond not crashing: a parse that succeeds accepted only known flags, each
-// given at most once, and a list read back has no empty item.
+// given at most once, a list read back has no empty item, and a list of
+// numbers holds each number once, in range.
 #include <cstddef>
 #include <cstdint>
 #include <set>
@@ -61,6 +62,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (on.ok()) BACKENDLAB_CHECK(flags->Get(spec.name) == (*on ? "on" : "off"));
     const absl::StatusOr<int64_t> n = flags->GetInt(spec.name, -5, 1000);
     if (n.ok()) BACKENDLAB_CHECK(*n >= -5 && *n <= 1000);
+    const absl::StatusOr<std::vector<int64_t>> numbers = flags->GetIntList(spec.name, -5, 1000);
+    if (numbers.ok()) {
+      BACKENDLAB_CHECK(!numbers->empty());
+      std::set<int64_t> distinct;
+      for (int64_t v : *numbers) {
+        BACKENDLAB_CHECK(v >= -5 && v <= 1000);
+        BACKENDLAB_CHECK(distinct.insert(v).second);  // never the same number twice
+      }
+    }
   }
   return 0;
 }

@@ -2,14 +2,22 @@
 #ifndef BACKENDLAB_TESTS_TOOLS_CLI_FIXTURE_H_
 #define BACKENDLAB_TESTS_TOOLS_CLI_FIXTURE_H_
 
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <filesystem>
+#include <thread>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/lifecycle/child_processes.h"
 #include "tests/test_util/run_program.h"
 #include "tests/test_util/temp_dir.h"
+#include "tests/tools/spawned_tool.h"
 
 namespace backendlab::tools {
 
@@ -27,6 +35,35 @@ class CliTest : public test_util::PrivateTmpdirTest {
   }
 
   void ExpectTmpdirEmpty() { EXPECT_TRUE(TmpdirIsEmpty()) << "the tool left files in its TMPDIR " << tmpdir_; }
+
+  // Starts `backendlab <command> args...` (work of hours), sends SIGINT once
+  // it is into the measurements, and checks a clean stop: exit 130, one line
+  // on stderr naming the command and "interrupted", no table, no process of
+  // the tool left, the TMPDIR empty.
+  void ExpectSigintStopsALongRun(const std::string& command, const std::vector<std::string>& args) {
+    // Orphans of the tool are reparented to this process, so they show up below.
+    ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    std::vector<std::string> argv = {BACKENDLAB_CLI_PATH, command};
+    argv.insert(argv.end(), args.begin(), args.end());
+    test_util::SpawnedTool tool(argv, dir_);
+    ASSERT_GT(tool.pid(), 0);
+    ASSERT_TRUE(tool.WaitUntilCatching(SIGINT, std::chrono::seconds(20)))
+        << "no SIGINT handler: " << test_util::ReadFile(dir_ + "/stderr");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // into the measurements
+    ASSERT_FALSE(tool.Poll()) << "the tool exited early: " << test_util::ReadFile(dir_ + "/stderr");
+
+    ASSERT_EQ(kill(tool.pid(), SIGINT), 0);
+    const std::optional<int> status = tool.WaitFor(std::chrono::seconds(20));
+    ASSERT_TRUE(status) << "still running 20 s after SIGINT";
+    ASSERT_TRUE(WIFEXITED(*status)) << "killed by the signal instead of stopping cleanly: status " << *status;
+    EXPECT_EQ(WEXITSTATUS(*status), 130);
+    EXPECT_TRUE(test_util::ChildrenOf(getpid()).empty()) << "a process of the tool outlived it";
+    const std::string err = test_util::ReadFile(dir_ + "/stderr");
+    EXPECT_TRUE(test_util::IsOneLineStartingWith(err, "backendlab " + command + ": ")) << err;
+    EXPECT_NE(err.find("interrupted"), std::string::npos) << err;
+    EXPECT_EQ(test_util::ReadFile(dir_ + "/stdout"), "") << "a stopped run prints no table";
+    ExpectTmpdirEmpty();
+  }
 
   // The tool created nothing: dir_ holds only what Run() puts there (the
   // child's stdout and stderr, and the TMPDIR), and the TMPDIR is empty.

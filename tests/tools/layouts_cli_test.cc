@@ -147,26 +147,7 @@ TEST_F(LayoutsCliTest, UnwritableJsonPathFailsBeforeTheRun) {
 }
 
 TEST_F(LayoutsCliTest, SigintStopsALongRunWithExit130) {
-  // Orphans of the tool are reparented to this process, so they show up below.
-  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
-  // Hours of work: only ^C ends it in time.
-  test_util::SpawnedTool tool({BACKENDLAB_CLI_PATH, "layouts", "--shared-buffers=1GB,8GB", "--rounds=1000"}, dir_);
-  ASSERT_GT(tool.pid(), 0);
-  ASSERT_TRUE(tool.WaitUntilCatching(SIGINT, std::chrono::seconds(20))) << "no SIGINT handler: " << ReadFile(dir_ + "/stderr");
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // into the measurements
-  ASSERT_FALSE(tool.Poll()) << "the tool exited early: " << ReadFile(dir_ + "/stderr");
-
-  ASSERT_EQ(kill(tool.pid(), SIGINT), 0);
-  const std::optional<int> status = tool.WaitFor(std::chrono::seconds(20));
-  ASSERT_TRUE(status) << "still running 20 s after SIGINT";
-  ASSERT_TRUE(WIFEXITED(*status)) << "killed by the signal instead of stopping cleanly: status " << *status;
-  EXPECT_EQ(WEXITSTATUS(*status), 130);
-  EXPECT_TRUE(test_util::ChildrenOf(getpid()).empty()) << "a process of the tool outlived it";
-  const std::string err = ReadFile(dir_ + "/stderr");
-  EXPECT_TRUE(IsOneLineStartingWith(err, "backendlab layouts: ")) << err;
-  EXPECT_NE(err.find("interrupted"), std::string::npos) << err;
-  EXPECT_EQ(ReadFile(dir_ + "/stdout"), "") << "a stopped run prints no table";
-  ExpectTmpdirEmpty();
+  ExpectSigintStopsALongRun("layouts", {"--shared-buffers=1GB,8GB", "--rounds=1000"});
 }
 
 }  // namespace
