@@ -24,7 +24,7 @@ constexpr FlagSpec kFlags[] = {
     {"pairs", "1,2,4,8", "client/backend pairs running at once (each value 1..64)"},
     {"transport", "unix", "unix (Unix-domain stream sockets) or tcp (loopback, 127.0.0.1)"},
     {"shape", "direct", "direct (the backend waits for its client) or fdw (it forwards to a remote server and waits for that)"},
-    {"rounds", "3", "interleaved rounds; medians are reported"},
+    {"rounds", "5", "interleaved rounds; medians are reported"},
     {"duration", "300ms", "measured time of each run (after a 50 ms warm-up)"},
     {"syscalls", "on", "after the rounds, count the backends' system calls by kind (needs tracefs; said once if refused)"},
     {"json", "", "also write the rows as JSON to this file"},

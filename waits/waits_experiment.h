@@ -49,8 +49,8 @@ struct WaitsExperimentOptions {
   // sets it), the listener closed once every pair is connected.
   Transport transport = Transport::kUnix;
   Shape shape = Shape::kDirect;
-  int64_t rounds = 3;
-  int64_t duration_ms = 300;  // measured time of each run, after kWarmupMs
+  int64_t rounds = 5;
+  int64_t duration_ms = 300;  // measured time of each run, after a 50 ms warm-up
   bool count_syscalls = true;
   int64_t counted_round_trips = 1000;  // per pair, in the counting pass
 };
