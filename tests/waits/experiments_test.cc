@@ -107,7 +107,11 @@ TEST(WaitsExperimentTest, EachStrategyWaitsAsItShould) {
         break;
       case WaitStrategy::kLongLived:
         EXPECT_DOUBLE_EQ(Kind(s, "epoll_create1"), 0.0);
-        EXPECT_DOUBLE_EQ(Kind(s, "epoll_ctl"), 0.0);
+        // Its one epoll_ctl (the socket from writable, as pq_init adds it, to
+        // readable) comes with its first wait: in the warm-up, or — where
+        // every read of the warm-up found its data, as under ASan — once
+        // in the counted round trips.
+        EXPECT_LE(Kind(s, "epoll_ctl"), 1.0 / static_cast<double>(o.counted_round_trips) + 1e-12);
         EXPECT_DOUBLE_EQ(Kind(s, "close"), 0.0);
         EXPECT_DOUBLE_EQ(Kind(s, "recvfrom"), Kind(s, "epoll_wait") + 1.0);
         EXPECT_DOUBLE_EQ(row.close_us, 0.0);
