@@ -340,6 +340,30 @@ TYPED_TEST(LatchTest, ProcessWideSupportIsOwnedOnce) {
   L::DestroyShared(*b);
 }
 
+// A setter reads the owner's pid, the owner disowns and goes on, then the
+// setter's wake-up lands (its signal, for the signal-based latches): the
+// former owner must survive it. In a child, since the failure is a death.
+TYPED_TEST(LatchTest, AWakeUpThatLandsAfterDisownIsHarmless) {
+  using L = TypeParam;
+  int signo = 0;
+  if constexpr (L::kKind == LatchKind::kSelfpipeSelect || L::kKind == LatchKind::kSelfpipePoll) signo = SIGUSR1;
+  if constexpr (L::kKind == LatchKind::kSignalfdEpoll) signo = SIGURG;
+  if (signo == 0) GTEST_SKIP() << "this latch's SetLatch sends no signal";
+  Shared<typename L::Shared> shared;
+  ASSERT_TRUE(L::InitShared(*shared).ok());
+  const pid_t child = Fork([&] {
+    {
+      absl::StatusOr<L> latch = L::Own(*shared, -1);
+      if (!latch.ok()) return 3;
+    }
+    // What a late SetLatch sends, sent after the disown.
+    if (kill(getpid(), signo) != 0) return 4;
+    return 0;
+  });
+  EXPECT_EQ(ExitCodeOf(child), 0) << "128+n: killed by signal n";
+  L::DestroyShared(*shared);
+}
+
 // The epoll latches watch the postmaster-death pipe: its writer gone, a
 // wait returns kPostmasterDeath.
 TEST(PostmasterDeathTest, EpollLatchesReportIt) {

@@ -20,7 +20,7 @@ std::atomic<bool> g_owned{false};
 volatile sig_atomic_t g_waiting = 0;
 int g_read_fd = -1;
 int g_write_fd = -1;
-struct sigaction g_old_action;
+std::atomic<bool> g_handler_installed{false};
 
 // sendSelfPipeByte(): a full pipe (EAGAIN) is fine, it will wake us anyway.
 void SendSelfPipeByte() noexcept {
@@ -53,21 +53,27 @@ absl::Status OwnSelfPipe() {
   g_write_fd = fds[1];
   // pqsignal's flags: SA_RESTART (select() and poll() still fail with EINTR:
   // Linux never restarts them).
-  struct sigaction action {};
-  action.sa_handler = &OnSigusr1;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  if (sigaction(SIGUSR1, &action, &g_old_action) != 0) {
-    const int err = errno;
-    DisownSelfPipe();
-    return absl::UnavailableError(absl::StrCat("sigaction: ", std::strerror(err)));
+  // Installed once and never restored: a setter may have read our pid
+  // just before Disown cleared it, and its SIGUSR1 may land after; with the
+  // default action restored it would kill us. Not waiting, the handler
+  // does nothing (PostgreSQL keeps its handler until exit too).
+  if (!g_handler_installed.load()) {
+    struct sigaction action {};
+    action.sa_handler = &OnSigusr1;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    if (sigaction(SIGUSR1, &action, nullptr) != 0) {
+      const int err = errno;
+      DisownSelfPipe();
+      return absl::UnavailableError(absl::StrCat("sigaction: ", std::strerror(err)));
+    }
+    g_handler_installed.store(true);
   }
   return absl::OkStatus();
 }
 
 void DisownSelfPipe() noexcept {
   if (!g_owned.load()) return;
-  sigaction(SIGUSR1, &g_old_action, nullptr);
   g_waiting = 0;
   if (g_read_fd >= 0) close(g_read_fd);
   if (g_write_fd >= 0) close(g_write_fd);
