@@ -19,6 +19,10 @@ namespace {
 // unw_backtrace starts in the handler: its own frame and the signal
 // trampoline come before the interrupted one, which is found by its pc.
 constexpr int kHandlerFrames = 8;
+// CPU-time timers are checked once per tick of the process's running time;
+// with a period under two of the shortest tick (1 ms, CONFIG_HZ=1000) every
+// tick is a sample, or every other one at the least.
+constexpr int64_t kEveryTickNs = 2'000'000;
 
 // State the handler reads. Written only outside signal context, before the
 // timer is armed (or, for the buffer, the tag and the gate, with atomic
@@ -132,12 +136,21 @@ CoreError ArmTimer() {
   spec.it_interval.tv_nsec = period % 1'000'000'000;
   // The first expiry at a random point of the first period: a process that
   // lives a few periods (a backend) would otherwise never be sampled in its
-  // first period, and its start-up would be under-counted.
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  uint64_t x = static_cast<uint64_t>(now.tv_nsec) ^ (static_cast<uint64_t>(g_pid) << 32);
-  x *= 0x9E3779B97F4A7C15ull;
-  const int64_t first = 1 + static_cast<int64_t>((x >> 33) % static_cast<uint64_t>(period));
+  // first period, and its start-up would be under-counted. But a CPU-time
+  // timer is looked at only on the kernel's tick: with a period that short
+  // (kEveryTickNs) it is due at nearly every tick, and a random first expiry
+  // only skips the ticks before it — a backend's first millisecond, its
+  // start-up, sampled at a fraction of the rate of the rest. Due at once,
+  // the first tick of the process's running time samples it, as the later
+  // ones do.
+  int64_t first = 1;
+  if (g_options.clock != CLOCK_PROCESS_CPUTIME_ID || period >= kEveryTickNs) {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    uint64_t x = static_cast<uint64_t>(now.tv_nsec) ^ (static_cast<uint64_t>(g_pid) << 32);
+    x *= 0x9E3779B97F4A7C15ull;
+    first = 1 + static_cast<int64_t>((x >> 33) % static_cast<uint64_t>(period));
+  }
   spec.it_value.tv_sec = first / 1'000'000'000;
   spec.it_value.tv_nsec = first % 1'000'000'000;
   if (timer_settime(g_timer, 0, &spec, nullptr) != 0) {
