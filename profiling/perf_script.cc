@@ -165,14 +165,6 @@ absl::StatusOr<std::optional<PerfTaskEvent>> TaskRecordOf(std::string_view rest)
   return std::optional<PerfTaskEvent>(event);
 }
 
-// "/usr/lib/libc.so.6" -> "[libc.so.6]", as the symbolizer names a frame
-// without a symbol; "[unknown]" and "[kernel.kallsyms]" stay as they are.
-std::string ObjectFrame(std::string_view dso) {
-  if (dso.empty()) return "[unknown]";
-  if (dso.front() == '[') return std::string(dso);
-  return absl::StrCat("[", std::string(dso.substr(dso.rfind('/') + 1)), "]");
-}
-
 struct Frame {
   std::string symbol;
   bool kernel = false;
@@ -208,7 +200,7 @@ Frame FrameOf(std::string_view frame_line) {
   const size_t plus = rest.rfind("+0x");
   if (plus != std::string_view::npos && IsHexDigits(rest.substr(plus + 3))) rest = rest.substr(0, plus);
   // No symbol: name the frame by its object.
-  frame.symbol = rest.empty() || rest == "[unknown]" ? ObjectFrame(dso) : std::string(rest);
+  frame.symbol = rest.empty() || rest == "[unknown]" ? ObjectFrameName(dso) : std::string(rest);
   return frame;
 }
 
