@@ -41,6 +41,7 @@ class FrameSymbolizer {
 // same mappings, PIE or not, so they are resolved here, after the run. Uses
 // Abseil's ELF symbolizer (the full symbol table, static functions included;
 // names demangled without parameters), then dladdr for dynamic symbols.
+// Another process's addresses: ProcessSymbolizer (process_symbolizer.h).
 class Symbolizer final : public FrameSymbolizer {
  public:
   Symbolizer();
