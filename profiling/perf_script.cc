@@ -211,9 +211,11 @@ absl::Status ForEachPerfScriptRecord(std::string_view text, const PerfScriptOpti
                                      const std::function<void(const PerfTaskEvent&)>& on_task) {
   std::optional<PerfScriptSample> sample;  // set while inside a sample
   std::vector<std::string> leaf_first;
+  bool user_seen = false;  // a user frame came: later kernel frames are not at the leaf end
   auto finish_sample = [&] {
     if (!sample.has_value()) return;
     sample->frames.assign(leaf_first.rbegin(), leaf_first.rend());
+    user_seen = false;
     if (on_sample) on_sample(std::move(*sample));
     sample.reset();
     leaf_first.clear();
@@ -242,6 +244,8 @@ absl::Status ForEachPerfScriptRecord(std::string_view text, const PerfScriptOpti
       }
       Frame frame = FrameOf(line);
       if (options.drop_kernel_frames && frame.kernel) continue;
+      if (frame.kernel && !user_seen) ++sample->kernel_frames;
+      user_seen |= !frame.kernel;
       leaf_first.push_back(options.short_names ? ShortFunctionName(frame.symbol) : std::move(frame.symbol));
       continue;
     }
