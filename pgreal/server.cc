@@ -157,7 +157,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   if (user && chown(dir.c_str(), user->uid, user->gid) != 0) {
     return absl::InternalError(absl::StrCat("chown ", dir, ": ", std::strerror(errno)));
   }
-  internal::SpawnOptions as_user{user, "", SIGKILL};
+  internal::SpawnOptions as_user;
+  as_user.user = user;
+  as_user.pdeath_signal = SIGKILL;
   if (user && !internal::RunToEnd({"/usr/bin/test", "-w", dir, "-a", "-x", dir}, as_user).ok()) {
     if (StopRequested()) return StoppedStatus();
     return absl::InvalidArgumentError(
@@ -242,7 +244,11 @@ absl::Status Server::Launch() {
   const std::string log = dir_ + "/server.log";
   // Should the tool die without stopping it (SIGKILL), the postmaster gets
   // SIGINT: a fast shutdown that removes its shared memory and socket.
-  absl::StatusOr<pid_t> pid = internal::Spawn(argv, {user_, log, SIGINT});
+  internal::SpawnOptions spawn;
+  spawn.user = user_;
+  spawn.log_path = log;
+  spawn.pdeath_signal = SIGINT;
+  absl::StatusOr<pid_t> pid = internal::Spawn(argv, spawn);
   if (!pid.ok()) return pid.status();
   pid_ = *pid;
   conninfo_ = absl::StrCat("host=", internal::ConninfoValue(dir_), " port=", port_, " user=postgres dbname=postgres");
