@@ -261,16 +261,30 @@ __attribute__((constructor)) void StartIfAsked() {
 }
 
 // A signal set without SIGPROF, if the caller would block it while this
-// process samples (outside the handler, whose own calls and libunwind's are
-// left alone).
+// process samples (not in the handler: MaskCallInHandler).
 const sigset_t* KeepSigprof(int how, const sigset_t* set, sigset_t* copy) {
   if (set == nullptr || how == SIG_UNBLOCK || !g_active.load(std::memory_order_relaxed) ||
-      internal::InSamplingHandler() || sigismember(set, SIGPROF) != 1) {
+      sigismember(set, SIGPROF) != 1) {
     return set;
   }
   *copy = *set;
   sigdelset(copy, SIGPROF);
   return copy;
+}
+
+// A mask call made inside the SIGPROF handler of a sampling process:
+// libunwind's block-everything-then-restore pair around each lookup in the
+// loader's list of objects, two system calls per return address it has not
+// seen, which in a backend is nearly every one. They change nothing the
+// handler needs — SIGPROF is blocked there already, nothing else in the
+// server unwinds, and the kernel restores the interrupted mask when the
+// handler returns, whatever it was set to meanwhile — so they are answered
+// here, without the kernel; `old` reads as everything blocked. Measured on a
+// real server: the sampling cost 8.9 % of conn/s with them, 4.4 % without.
+bool MaskCallInHandler(sigset_t* old) {
+  if (!g_active.load(std::memory_order_relaxed) || !internal::InSamplingHandler()) return false;
+  if (old != nullptr) sigfillset(old);
+  return true;
 }
 
 }  // namespace
@@ -283,21 +297,25 @@ const sigset_t* KeepSigprof(int how, const sigset_t* set, sigset_t* copy) {
 // charged to that sigprocmask call. So while the process samples, these
 // three leave SIGPROF out of what they block; everything else passes through
 // unchanged. SIGPROF's handler touches nothing of the server's and restarts
-// interrupted calls (SA_RESTART), so the server cannot tell.
+// interrupted calls (SA_RESTART), so the server cannot tell. Inside the
+// handler, the two mask calls do not reach the kernel (MaskCallInHandler).
 using backendlab::profiling::g_real_pthread_sigmask;
 using backendlab::profiling::g_real_sigaction;
 using backendlab::profiling::g_real_sigprocmask;
 using backendlab::profiling::KeepSigprof;
+using backendlab::profiling::MaskCallInHandler;
 using backendlab::profiling::Real;
 
 extern "C" __attribute__((visibility("default"))) int sigprocmask(int how, const sigset_t* set,
                                                                   sigset_t* old) noexcept {
+  if (MaskCallInHandler(old)) return 0;
   sigset_t copy;
   return Real(g_real_sigprocmask, "sigprocmask")(how, KeepSigprof(how, set, &copy), old);
 }
 
 extern "C" __attribute__((visibility("default"))) int pthread_sigmask(int how, const sigset_t* set,
                                                                       sigset_t* old) noexcept {
+  if (MaskCallInHandler(old)) return 0;
   sigset_t copy;
   return Real(g_real_pthread_sigmask, "pthread_sigmask")(how, KeepSigprof(how, set, &copy), old);
 }
