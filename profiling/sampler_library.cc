@@ -236,6 +236,7 @@ __attribute__((constructor)) void StartIfAsked() {
   options.period_ns = header->period_ns;
   options.clock = CLOCK_PROCESS_CPUTIME_ID;  // where the server's CPU goes, as perf's cpu-clock
   options.frame_pointers = false;            // Debian's server has none: libunwind reads .eh_frame
+  options.cache_unwind_info = false;         // a backend's unwinds are all first ones
   const CoreError started = fail_postmaster ? CoreError{EAGAIN, "timer_create"} : internal::StartSampling(options, buffer);
   if (!started.ok()) {
     internal::SetSamplingGate(nullptr);

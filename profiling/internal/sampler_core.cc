@@ -186,7 +186,7 @@ CoreError StartSampling(const CoreOptions& options, SampleBuffer* buffer) {
   // The first unw_backtrace initialises libunwind (a lock, allocation, reading
   // the unwind tables of every loaded object): do it here, not in the handler.
   // Per-thread caching keeps the handler off libunwind's global cache lock.
-  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  unw_set_caching_policy(unw_local_addr_space, options.cache_unwind_info ? UNW_CACHE_PER_THREAD : UNW_CACHE_NONE);
   std::array<void*, 4> warm;
   unw_backtrace(warm.data(), static_cast<int>(warm.size()));
 

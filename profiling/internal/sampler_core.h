@@ -28,6 +28,12 @@ struct CoreOptions {
   int64_t period_ns = 1'000'000;
   clockid_t clock = CLOCK_PROCESS_CPUTIME_ID;
   bool frame_pointers = false;  // else libunwind
+  // libunwind's per-thread cache of what it read of the unwind tables. Off
+  // where nearly every unwind is a process's first (a real server's
+  // backends, a sample or two each): the cache is never hit there, and
+  // filling it writes pages the process shares with its parent since the
+  // fork, a copy-on-write fault each.
+  bool cache_unwind_info = true;
 };
 
 // Installs the SIGPROF handler (keeping the disposition found, for
