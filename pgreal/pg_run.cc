@@ -3,7 +3,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <functional>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "base/interleaved.h"
@@ -96,12 +99,18 @@ absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninf
   return absl::OkStatus();
 }
 
+bool Uses(const PgRunOptions& options, Profiler profiler) {
+  return std::find(options.profilers.begin(), options.profilers.end(), profiler) != options.profilers.end();
+}
+
 // --profile's pair of passes: the same loop unrecorded, then recorded, with
 // no counters open, so that the two rates side by side are what recording
 // cost. Each pass waits for its backends to be reaped, so the recording
-// holds their exit, teardown and reap.
+// holds their exit, teardown and reap. With both profilers the one recorded
+// pass is both's: perf's recording around the built-in sampler's gate.
+// `sample_file`: the server's, for builtin.
 absl::Status ProfileOnce(const PgRunOptions& options, const std::string& conninfo, pid_t postmaster, int major,
-                         PgTargetResult& target) {
+                         profiling::SampleFile* sample_file, PgTargetResult& target) {
   LoopOptions loop = options.loop;
   loop.conninfo = conninfo;
   const size_t baseline = internal::ChildrenOf(postmaster).size();
@@ -109,21 +118,45 @@ absl::Status ProfileOnce(const PgRunOptions& options, const std::string& conninf
   if (!plain.ok()) return plain.status();
   WaitForBackendsToExit(postmaster, baseline);
   double rate = 0;
-  ServerProfileOptions profile_options = options.profile_options;
-  profile_options.major = major;
-  absl::StatusOr<ServerProfile> profile = ProfileServer(postmaster, profile_options, [&]() -> absl::Status {
+  std::function<absl::Status()> pass = [&]() -> absl::Status {
     absl::StatusOr<LoopResult> result = RunConnectLoop(loop);
     if (!result.ok()) return result.status();
     WaitForBackendsToExit(postmaster, baseline);
     rate = result->connections_per_second();
     return absl::OkStatus();
-  });
-  if (!profile.ok()) return profile.status();
-  if (profile->server_samples == 0) {
-    return absl::InternalError(absl::StrCat("perf recorded no sample of process ", postmaster,
-                                            " or its children: is it the server's postmaster?"));
+  };
+  std::optional<BuiltinRecording> builtin;
+  if (Uses(options, Profiler::kBuiltin)) {
+    builtin.emplace(postmaster, *sample_file, major);
+    pass = [&builtin, loop_pass = pass] { return builtin->Record(loop_pass); };
   }
-  target.profile = std::move(*profile);
+  std::optional<ServerProfile> perf;
+  if (Uses(options, Profiler::kPerf)) {
+    ServerProfileOptions profile_options = options.profile_options;
+    profile_options.major = major;
+    absl::StatusOr<ServerProfile> profile = ProfileServer(postmaster, profile_options, pass);
+    if (!profile.ok()) return profile.status();
+    if (profile->server_samples == 0) {
+      return absl::InternalError(absl::StrCat("perf recorded no sample of process ", postmaster,
+                                              " or its children: is it the server's postmaster?"));
+    }
+    perf = std::move(*profile);
+  } else if (absl::Status s = pass(); !s.ok()) {
+    return s;
+  }
+  std::optional<ServerProfile> sampled;
+  if (builtin) {
+    absl::StatusOr<ServerProfile> profile = builtin->Profile();
+    if (!profile.ok()) return profile.status();
+    if (profile->server_samples == 0) {
+      return absl::InternalError(absl::StrCat(
+          "the built-in sampler recorded no sample of the server (", profile->backends_forked,
+          " processes forked meanwhile, ", profile->unarmed_processes, " of them without a timer)"));
+    }
+    sampled = std::move(*profile);
+  }
+  target.profiles.clear();
+  for (Profiler p : options.profilers) target.profiles.push_back(std::move(p == Profiler::kPerf ? *perf : *sampled));
   target.unrecorded_rate = plain->connections_per_second();
   target.profiled_rate = rate;
   return absl::OkStatus();
@@ -134,10 +167,14 @@ absl::Status ProfileOnce(const PgRunOptions& options, const std::string& conninf
 absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& options) {
   if (options.rounds < 1) return absl::InvalidArgumentError("--rounds must be at least 1");
   if (options.loop.clients < 1) return absl::InvalidArgumentError("--clients must be at least 1");
-  if (options.profile && !options.conninfo.empty() && options.postmaster_pid <= 0) {
+  if (!options.profilers.empty() && !options.conninfo.empty() && options.postmaster_pid <= 0) {
     return absl::InvalidArgumentError("--profile of an existing server needs its --postmaster-pid");
   }
-  if (options.profile) {
+  if (Uses(options, Profiler::kBuiltin) && !options.conninfo.empty()) {
+    return absl::InvalidArgumentError(
+        "--profile=builtin loads the sampler library into a server the tool starts; --conninfo names an existing one");
+  }
+  if (Uses(options, Profiler::kPerf)) {
     if (absl::Status s = profiling::SystemWideRecordingAvailable(); !s.ok()) return s;
   }
   std::string pgbouncer;
@@ -176,6 +213,7 @@ absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& 
       ServerOptions server = options.server;
       server.installation = installation;
       server.shared_buffers_bytes = size;
+      if (Uses(options, Profiler::kBuiltin)) server.builtin_sampler_hz = options.profile_options.frequency_hz;
       if (options.progress) {
         options.progress(absl::StrCat(template_data.empty() ? "initdb" : "copying", " for PostgreSQL ",
                                       installation.major, " at ", SizeLabel(size)));
@@ -256,18 +294,20 @@ absl::Status PgServers::Measure(size_t i) {
 absl::Status PgServers::Profile() {
   for (size_t i = 0; i < result_.targets.size(); ++i) {
     PgTargetResult& target = result_.targets[i];
-    if (options_.progress) options_.progress(absl::StrCat("profiling ", target.label, " under perf record"));
+    if (options_.progress) options_.progress(absl::StrCat("profiling ", target.label));
     if (servers_.empty()) {
       absl::StatusOr<int> major = ServerMajorVersion(options_.conninfo);
       if (!major.ok()) return major.status();
-      if (absl::Status s = ProfileOnce(options_, options_.conninfo, options_.postmaster_pid, *major, target); !s.ok()) {
+      if (absl::Status s = ProfileOnce(options_, options_.conninfo, options_.postmaster_pid, *major, nullptr, target);
+          !s.ok()) {
         return s;
       }
       continue;
     }
     if (!target.via.empty()) continue;  // the server's phases are its direct target's
     Server& server = *servers_[server_of_[i]];
-    absl::Status s = ProfileOnce(options_, server.conninfo(), server.postmaster_pid(), target.installation.major, target);
+    absl::Status s = ProfileOnce(options_, server.conninfo(), server.postmaster_pid(), target.installation.major,
+                                 server.sample_file(), target);
     if (s.ok()) {
       s = server.CheckRunning();
     } else if (!absl::IsCancelled(s)) {
@@ -305,7 +345,7 @@ absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
   if (!servers.ok()) return servers.status();
   absl::Status status = RunInterleaved("pg", options.rounds, (*servers)->size(),
                                        [&](size_t i, int64_t) { return (*servers)->Measure(i); });
-  if (status.ok() && options.profile) status = (*servers)->Profile();
+  if (status.ok() && !options.profilers.empty()) status = (*servers)->Profile();
   absl::StatusOr<PgResult> result = (*servers)->Finish();
   if (!status.ok()) return status;
   return result;

@@ -44,11 +44,15 @@ struct PgRunOptions {
   // perf_event_open counters on the postmaster, inherited by every backend it
   // forks during the run (off: to measure what counting costs).
   bool server_counters = true;
-  // After the rounds, two more loops per server: one unrecorded, then one
-  // recorded by perf (ProfileServer: system-wide, kept to the server's
-  // processes); their conn/s side by side are what the recording cost.
-  // `major` is set per server.
-  bool profile = false;
+  // --profile: after the rounds, two more loops per server: one unrecorded,
+  // then one recorded by each profiler named (both: the same pass recorded
+  // by both); their conn/s side by side are what the recording cost. perf:
+  // ProfileServer, system-wide, kept to the server's processes. builtin: the
+  // sampler library, loaded into every server at its start (so the rounds
+  // and the unrecorded pass run with it loaded, its gate closed), recorded
+  // by BuiltinRecording. Empty: no profile. `major` is set per server;
+  // profile_options.frequency_hz is both profilers' rate.
+  std::vector<Profiler> profilers;
   ServerProfileOptions profile_options;
   // Each server also measured through a pooler per entry (--via), as a
   // target of its own, interleaved with the direct one; `pgbouncer` is the
@@ -85,8 +89,9 @@ struct PgTargetResult {
   bool pooler_available = false;
   int64_t pooler_cpu_ns = 0;
   // --profile: an unrecorded pass and the recorded one right after it, their
-  // conn/s (no counters open in either), and the recorded pass's profile.
-  std::optional<ServerProfile> profile;
+  // conn/s (no counters open in either), and the recorded pass's profiles,
+  // one per profiler in the order of PgRunOptions::profilers.
+  std::vector<ServerProfile> profiles;
   double unrecorded_rate = 0;
   double profiled_rate = 0;
 };
@@ -115,7 +120,7 @@ class PgServers {
   // One measured loop against server i (options.loop), its figures added to
   // target(i). A server found dead is an error with its log's last lines.
   absl::Status Measure(size_t i);
-  // --profile's recorded pass of every server (ProfileServer).
+  // --profile's recorded pass of every server (ProfileServer, BuiltinRecording).
   absl::Status Profile();
   // Stops every server; the figures, or the first error of a stop.
   absl::StatusOr<PgResult> Finish();

@@ -130,8 +130,11 @@ absl::StatusOr<std::unique_ptr<Pooler>> Pooler::Start(const PoolerOptions& optio
   }
   // PgBouncer's immediate shutdown is SIGTERM: what it gets should the tool
   // die without stopping it.
-  absl::StatusOr<pid_t> pid =
-      internal::Spawn({options.binary, dir + "/pgbouncer.ini"}, {user, dir + "/pgbouncer.out", SIGTERM});
+  internal::SpawnOptions spawn;
+  spawn.user = user;
+  spawn.log_path = dir + "/pgbouncer.out";
+  spawn.pdeath_signal = SIGTERM;
+  absl::StatusOr<pid_t> pid = internal::Spawn({options.binary, dir + "/pgbouncer.ini"}, spawn);
   if (!pid.ok()) return pid.status();
   pooler->pid_ = *pid;
   const std::string host = internal::ConninfoValue(dir);

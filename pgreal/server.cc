@@ -157,7 +157,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   if (user && chown(dir.c_str(), user->uid, user->gid) != 0) {
     return absl::InternalError(absl::StrCat("chown ", dir, ": ", std::strerror(errno)));
   }
-  internal::SpawnOptions as_user{user, "", SIGKILL};
+  internal::SpawnOptions as_user;
+  as_user.user = user;
+  as_user.pdeath_signal = SIGKILL;
   if (user && !internal::RunToEnd({"/usr/bin/test", "-w", dir, "-a", "-x", dir}, as_user).ok()) {
     if (StopRequested()) return StoppedStatus();
     return absl::InvalidArgumentError(
@@ -242,7 +244,14 @@ absl::Status Server::Launch() {
   const std::string log = dir_ + "/server.log";
   // Should the tool die without stopping it (SIGKILL), the postmaster gets
   // SIGINT: a fast shutdown that removes its shared memory and socket.
-  absl::StatusOr<pid_t> pid = internal::Spawn(argv, {user_, log, SIGINT});
+  internal::SpawnOptions spawn;
+  spawn.user = user_;
+  spawn.log_path = log;
+  spawn.pdeath_signal = SIGINT;
+  if (options.builtin_sampler_hz > 0) {
+    if (absl::Status s = PrepareSampler(spawn); !s.ok()) return s;
+  }
+  absl::StatusOr<pid_t> pid = internal::Spawn(argv, spawn);
   if (!pid.ok()) return pid.status();
   pid_ = *pid;
   conninfo_ = absl::StrCat("host=", internal::ConninfoValue(dir_), " port=", port_, " user=postgres dbname=postgres");
@@ -275,6 +284,14 @@ absl::Status Server::Launch() {
     }
     usleep(20'000);
   }
+  // The library's constructor ran before the postmaster's main(): by now it
+  // has started sampling, or said in the log why not.
+  if (sample_file_ && sample_file_->sampler_pid() != pid_) {
+    const std::string tail = LogTail();
+    (void)Stop();
+    return absl::InternalError(
+        absl::StrCat("the built-in sampler did not start in the server (--profile=builtin); its log ends:", tail));
+  }
   // postmaster.pid's line 7: "key shmid" of the System V segment.
   std::ifstream pidfile(data_directory() + "/postmaster.pid");
   std::string line;
@@ -283,6 +300,39 @@ absl::Status Server::Launch() {
   long key = 0;
   int id = -1;
   if (std::sscanf(line.c_str(), "%ld %d", &key, &id) == 2) shm_id_ = id;
+  return absl::OkStatus();
+}
+
+absl::Status Server::PrepareSampler(internal::SpawnOptions& spawn) {
+  if (sampler_library_.empty()) {
+    // A copy the server's user owns, in its private directory: the build
+    // tree may be closed to that user, and the copy goes with the directory.
+    const std::string built = profiling::SamplerLibraryPath();
+    std::ifstream in(built, std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    if (!in || bytes.str().empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--profile=builtin: cannot read the sampler library ", built, " (build the backendlab target)"));
+    }
+    const std::string copy = dir_ + "/libbackendlab_sampler.so";
+    if (absl::Status s = internal::WriteNewFile(copy, bytes.str(), user_); !s.ok()) return s;
+    sampler_library_ = copy;
+  }
+  // A new file for every start: a postmaster that failed to start may have
+  // written into the last one.
+  const std::string path = dir_ + "/samples";
+  sample_file_.reset();
+  unlink(path.c_str());
+  std::optional<profiling::SampleFile::Owner> owner;
+  if (user_) owner = profiling::SampleFile::Owner{user_->uid, user_->gid};
+  absl::StatusOr<profiling::SampleFile> file =
+      profiling::SampleFile::Create(path, kBuiltinSampleCapacity, options_.builtin_sampler_hz, owner);
+  if (!file.ok()) return file.status();
+  sample_file_.emplace(std::move(*file));
+  const char* preload = getenv("LD_PRELOAD");
+  spawn.environment = sample_file_->Environment(sampler_library_, preload != nullptr ? preload : "");
+  spawn.pid_variable = profiling::SampleFile::PidVariable();
   return absl::OkStatus();
 }
 

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "pgreal/installation.h"
 #include "pgreal/internal/processes.h"
+#include "profiling/sample_file.h"
 
 namespace backendlab::pgreal {
 
@@ -38,7 +39,19 @@ struct ServerOptions {
   Settings overrides;
   // Leave the directory (data, log) in place after the stop.
   bool keep = false;
+  // The built-in sampler inside the server (pg --profile=builtin), at this
+  // many samples per second of each process's CPU time; 0: none. The
+  // sampler library is copied into the server's directory (so its user can
+  // read it wherever the build tree is) and LD_PRELOADed into the
+  // postmaster, with a sample file beside it (profiling/sample_file.h);
+  // both go with the directory.
+  int builtin_sampler_hz = 0;
 };
+
+// The sample file's room: 2^18 samples (138 MB, sparse: only the pages
+// written take space) hold 17 minutes of one CPU at 250 samples a second,
+// the most a CPU-time timer gives on a CONFIG_HZ=250 kernel.
+inline constexpr uint32_t kBuiltinSampleCapacity = 1u << 18;
 
 // The settings a measurement runs with, in the order they are passed
 // (`postgres -c NAME=VALUE`): the measurement's own (fsync, autovacuum,
@@ -93,6 +106,8 @@ class Server {
   std::string data_directory() const { return dir_ + "/data"; }
   const Settings& settings() const { return settings_; }
   int port() const { return port_; }
+  // The built-in sampler's file, with builtin_sampler_hz; nullptr otherwise.
+  profiling::SampleFile* sample_file() { return sample_file_ ? &*sample_file_ : nullptr; }
   // The user the server runs as when the tool is root; none otherwise.
   const std::optional<internal::User>& user() const { return user_; }
   // The last lines of the server's log, each prefixed "  | ".
@@ -101,6 +116,9 @@ class Server {
  private:
   Server() = default;
   absl::Status Launch();
+  // Copies the sampler library into the directory (once) and makes a new
+  // sample file for this start; the spawn options that load it.
+  absl::Status PrepareSampler(internal::SpawnOptions& spawn);
 
   ServerOptions options_;
   std::optional<internal::User> user_;  // the server's user when the tool is root, looked up once
@@ -112,6 +130,8 @@ class Server {
   Settings settings_;
   bool keep_ = false;
   int shm_id_ = -1;  // the System V segment postmaster.pid names, for a kill's clean-up
+  std::string sampler_library_;  // the copy in the directory, once made
+  std::optional<profiling::SampleFile> sample_file_;
 };
 
 }  // namespace backendlab::pgreal

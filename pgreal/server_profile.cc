@@ -6,7 +6,9 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "pgreal/phase_rules.h"
 #include "profiling/perf_record.h"
+#include "profiling/process_symbolizer.h"
 #include "profiling/process_tree.h"
 
 namespace backendlab::pgreal {
@@ -54,6 +57,59 @@ int64_t ParentOf(const std::string& stat) {
   rest >> state >> ppid;
   return ppid;
 }
+
+// A server's samples, each classified and added to the profile's stacks
+// under its process's role: the one place both profilers' samples become a
+// ServerProfile.
+class ProfileBuilder {
+ public:
+  ProfileBuilder(int major, int64_t postmaster, const absl::flat_hash_map<int64_t, std::string>& aux_roles)
+      : classifier_(major), postmaster_(postmaster), aux_roles_(aux_roles) {
+    profile_.major = major;
+  }
+
+  // One sample of process `pid`, frames root first, the last `kernel_frames`
+  // of them the kernel's.
+  void Add(int64_t pid, std::span<const std::string> frames, size_t kernel_frames) {
+    std::string role(kBackendRole);
+    if (pid == postmaster_) {
+      role = kPostmasterRole;
+    } else if (auto aux = aux_roles_.find(pid); aux != aux_roles_.end()) {
+      role = aux->second;
+    }
+    const std::string_view phase = classifier_.Classify(role, frames);
+    ++counts_[phase];
+    rooted_.assign(1, role);
+    rooted_.insert(rooted_.end(), frames.begin(), frames.end());
+    profile_.stacks.Add(rooted_, 1);
+    profile_.by_phase[std::string(phase)].Add(rooted_, 1);
+    // Without a user frame (a process past exit_mm in its teardown, a
+    // child before its first return to user space) a sample names no
+    // function a user-space sampler could see: counted, not ranked.
+    if (kernel_frames >= frames.size()) {
+      ++profile_.kernel_only_samples;
+      return;
+    }
+    rooted_.resize(rooted_.size() - kernel_frames);
+    profile_.user_stacks.Add(rooted_, 1);
+  }
+
+  ServerProfile Finish() {
+    for (std::string_view phase : kPhaseNames) profile_.phases.push_back({std::string(phase), counts_[phase]});
+    profile_.phases.push_back({std::string(kUnclaimed), counts_[kUnclaimed]});
+    profile_.unclaimed_samples = counts_[kUnclaimed];
+    profile_.server_samples = profile_.stacks.total_samples();
+    return std::move(profile_);
+  }
+
+ private:
+  const PhaseClassifier classifier_;
+  const int64_t postmaster_;
+  const absl::flat_hash_map<int64_t, std::string>& aux_roles_;
+  ServerProfile profile_;
+  absl::flat_hash_map<std::string_view, int64_t> counts_;
+  std::vector<std::string> rooted_;
+};
 
 // Removes a directory ProfileServer made, on every path.
 class OwnedDir {
@@ -97,32 +153,30 @@ absl::StatusOr<ServerProfile> BuildServerProfile(std::string_view perf_script, i
   parse.short_names = true;  // kernel frames kept: copy_process, do_exit are phases
   absl::StatusOr<profiling::ProcessTreeSamples> tree = profiling::SamplesOfProcessTree(perf_script, postmaster, parse);
   if (!tree.ok()) return tree.status();
-  const PhaseClassifier classifier(major);
-  ServerProfile profile;
-  profile.major = major;
+  ProfileBuilder builder(major, postmaster, aux_roles);
+  for (const profiling::PerfScriptSample& sample : tree->samples) {
+    builder.Add(sample.pid, sample.frames, sample.kernel_frames);
+  }
+  ServerProfile profile = builder.Finish();
   profile.other_samples = tree->other_samples;
   profile.lost_samples = tree->lost_samples;
   profile.backends_forked = tree->forks;
-  absl::flat_hash_map<std::string_view, int64_t> counts;
-  std::vector<std::string> rooted;
-  for (const profiling::PerfScriptSample& sample : tree->samples) {
-    std::string role(kBackendRole);
-    if (sample.pid == postmaster) {
-      role = kPostmasterRole;
-    } else if (auto aux = aux_roles.find(sample.pid); aux != aux_roles.end()) {
-      role = aux->second;
-    }
-    const std::string_view phase = classifier.Classify(role, sample.frames);
-    ++counts[phase];
-    rooted.assign(1, role);
-    rooted.insert(rooted.end(), sample.frames.begin(), sample.frames.end());
-    profile.stacks.Add(rooted, 1);
-    profile.by_phase[std::string(phase)].Add(rooted, 1);
+  return profile;
+}
+
+ServerProfile BuildBuiltinServerProfile(std::span<const profiling::RawSample> samples,
+                                        profiling::FrameSymbolizer& symbolizer, int64_t postmaster,
+                                        const absl::flat_hash_map<int64_t, std::string>& aux_roles, int major) {
+  ProfileBuilder builder(major, postmaster, aux_roles);
+  std::vector<std::string> frames;
+  for (const profiling::RawSample& sample : samples) {
+    frames.clear();
+    profiling::AppendFrames(sample, symbolizer, frames);
+    builder.Add(sample.pid, frames, 0);
   }
-  for (std::string_view phase : kPhaseNames) profile.phases.push_back({std::string(phase), counts[phase]});
-  profile.phases.push_back({std::string(kUnclaimed), counts[kUnclaimed]});
-  profile.unclaimed_samples = counts[kUnclaimed];
-  profile.server_samples = profile.stacks.total_samples();
+  ServerProfile profile = builder.Finish();
+  profile.profiler = std::string(ProfilerName(Profiler::kBuiltin));
+  profile.unwinder = "libunwind";
   return profile;
 }
 
@@ -155,6 +209,40 @@ absl::StatusOr<ServerProfile> ProfileServer(pid_t postmaster, const ServerProfil
   profile->record_seconds = recording->recorded_seconds;
   profile->frequency_hz = options.frequency_hz;
   profile->perf_command = recording->record_command;
+  return profile;
+}
+
+absl::Status BuiltinRecording::Record(const std::function<absl::Status()>& workload) {
+  if (postmaster_ <= 0 || (kill(postmaster_, 0) != 0 && errno == ESRCH)) {
+    return absl::NotFoundError(absl::StrCat("no postmaster with pid ", postmaster_, " is running"));
+  }
+  aux_roles_ = AuxiliaryProcesses(postmaster_);
+  processes_before_ = file_.armed() + file_.failed();
+  failed_before_ = file_.failed();
+  const auto started = std::chrono::steady_clock::now();
+  file_.SetRecording(true);
+  absl::Status run = workload();
+  file_.SetRecording(false);
+  record_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (!run.ok()) return run;
+  // While the postmaster lives: its backends' mappings were its own.
+  absl::StatusOr<std::unique_ptr<profiling::ProcessSymbolizer>> symbolizer =
+      profiling::ProcessSymbolizer::OfProcess(postmaster_);
+  if (!symbolizer.ok()) return symbolizer.status();
+  symbolizer_ = std::move(*symbolizer);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ServerProfile> BuiltinRecording::Profile() {
+  if (symbolizer_ == nullptr) return absl::FailedPreconditionError("BuiltinRecording::Profile before a Record");
+  int64_t torn = 0;
+  const std::vector<profiling::RawSample> samples = file_.Samples(&torn);
+  ServerProfile profile = BuildBuiltinServerProfile(samples, *symbolizer_, postmaster_, aux_roles_, major_);
+  profile.lost_samples = file_.dropped() + torn;
+  profile.backends_forked = file_.armed() + file_.failed() - processes_before_;
+  profile.unarmed_processes = file_.failed() - failed_before_;
+  profile.record_seconds = record_seconds_;
+  profile.frequency_hz = file_.frequency_hz();
   return profile;
 }
 

@@ -1,7 +1,9 @@
 // Where a real PostgreSQL server's time goes while a workload runs, by
-// phase of a connection's life: every CPU sampled with perf (DWARF call
-// graphs), the server's processes picked out of it, each sample classified
-// by the phase rules (pgreal/phase_rules.h).
+// phase of a connection's life, from either of two profilers: perf (every
+// CPU sampled, DWARF call graphs, the server's processes picked out), or the
+// built-in sampler inside the server (the sampler library, LD_PRELOADed into
+// the postmaster and re-armed in every process it forks). Each sample is
+// classified by the phase rules (pgreal/phase_rules.h), the same for both.
 #ifndef BACKENDLAB_PGREAL_SERVER_PROFILE_H_
 #define BACKENDLAB_PGREAL_SERVER_PROFILE_H_
 
@@ -10,6 +12,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,9 +21,23 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/names.h"
 #include "profiling/folded_stacks.h"
+#include "profiling/process_symbolizer.h"
+#include "profiling/sample_buffer.h"
+#include "profiling/sample_file.h"
+#include "profiling/symbolizer.h"
 
 namespace backendlab::pgreal {
+
+// pg --profile's profilers, one word each everywhere (flag, JSON, report).
+enum class Profiler {
+  kPerf,     // perf record -a, DWARF call graphs: kernel frames too; needs perf and root or perf_event_paranoid <= 0
+  kBuiltin,  // the sampler library in the server: user-space stacks (libunwind); needs neither
+};
+inline constexpr NamedValue<Profiler> kProfilerNames[] = {{Profiler::kPerf, "perf"}, {Profiler::kBuiltin, "builtin"}};
+inline std::string_view ProfilerName(Profiler p) { return NameOf(p, kProfilerNames); }
+inline absl::StatusOr<Profiler> ParseProfiler(std::string_view name) { return ParseName(name, kProfilerNames, "profiler"); }
 
 struct ServerProfileOptions {
   int major = 15;           // the server's PostgreSQL major version: chooses the rules
@@ -36,10 +54,18 @@ struct PhaseSamples {
 };
 
 struct ServerProfile {
+  std::string profiler = "perf";  // a kProfilerNames word
   // Every server sample, kernel frames kept (copy_process, do_exit), root
   // frame the process role: "postmaster", "backend", or an auxiliary
   // process's name ("checkpointer", "walwriter", ...).
   profiling::FoldedStacks stacks;
+  // The same without kernel frames (kernel time charged to the user frame
+  // that entered the kernel): what a user-space sampler sees, so what the
+  // two profilers' rankings compare on. The built-in sampler's stacks are
+  // all user space: the same as `stacks`. A sample with no user frame at all
+  // is left out of it and counted in kernel_only_samples.
+  profiling::FoldedStacks user_stacks;
+  int64_t kernel_only_samples = 0;
   // The same samples by phase (kUnclaimed included), each under its role.
   std::map<std::string, profiling::FoldedStacks> by_phase;
   // Every phase word of kPhaseNames in order, then kUnclaimed: always all
@@ -47,9 +73,12 @@ struct ServerProfile {
   std::vector<PhaseSamples> phases;
   int64_t server_samples = 0;     // == stacks.total_samples()
   int64_t unclaimed_samples = 0;  // also the kUnclaimed row
-  int64_t other_samples = 0;      // dropped: other processes' and the idle task's
-  int64_t lost_samples = 0;       // perf could not keep them (ring buffer full), whoever's they were
+  int64_t other_samples = 0;      // dropped: other processes' and the idle task's (perf)
+  // Could not be kept: perf's ring buffer full (whoever's they were); the
+  // sample file full, or a sample no process finished (builtin).
+  int64_t lost_samples = 0;
   int64_t backends_forked = 0;    // processes the postmaster (or its children) forked while recorded
+  int64_t unarmed_processes = 0;  // builtin: processes forked meanwhile whose timer could not be armed (unsampled)
   std::string unwinder = "dwarf";
   double record_seconds = 0;      // perf enabled → disabled
   int frequency_hz = 0;
@@ -81,6 +110,44 @@ absl::StatusOr<ServerProfile> BuildServerProfile(std::string_view perf_script, i
 
 // The postmaster's children now, by pid, named as ProfileServer names them.
 absl::flat_hash_map<int64_t, std::string> AuxiliaryProcesses(pid_t postmaster);
+
+// A pass recorded by the built-in sampler of a server started with it
+// (ServerOptions::builtin_sampler_hz): Record opens the sample file's gate
+// around `workload` (the timers of the postmaster and of every process
+// forked since run all along; signals that find the gate closed return at
+// once), names the auxiliary processes as ProfileServer does, and reads the
+// postmaster's mappings while it lives. Profile then symbolizes the samples
+// from those mappings (the backends were forked from it without exec) and
+// the files' symbol tables (profiling::ProcessSymbolizer) and classifies
+// them. One recorded pass per sample file: it is read once.
+class BuiltinRecording {
+ public:
+  BuiltinRecording(pid_t postmaster, profiling::SampleFile& file, int major)
+      : postmaster_(postmaster), file_(file), major_(major) {}
+
+  // workload()'s error, or NotFound when the postmaster is not running, or
+  // its mappings cannot be read.
+  absl::Status Record(const std::function<absl::Status()>& workload);
+  // After Record: the profile (profiler "builtin", unwinder "libunwind").
+  absl::StatusOr<ServerProfile> Profile();
+
+ private:
+  pid_t postmaster_;
+  profiling::SampleFile& file_;
+  int major_;
+  absl::flat_hash_map<int64_t, std::string> aux_roles_;
+  std::unique_ptr<profiling::ProcessSymbolizer> symbolizer_;
+  int64_t processes_before_ = 0;
+  int64_t failed_before_ = 0;
+  double record_seconds_ = 0;
+};
+
+// BuiltinRecording::Profile's classification, for tests: every sample of
+// `samples` named by `symbolizer`, its role from its pid (`postmaster`,
+// `aux_roles`, else a backend).
+ServerProfile BuildBuiltinServerProfile(std::span<const profiling::RawSample> samples,
+                                        profiling::FrameSymbolizer& symbolizer, int64_t postmaster,
+                                        const absl::flat_hash_map<int64_t, std::string>& aux_roles, int major);
 
 }  // namespace backendlab::pgreal
 

@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/interrupt.h"
+#include "base/signal_safe.h"
 #include "profiling/perf_events.h"
 #include "profiling/perf_script.h"
 
@@ -50,20 +51,6 @@ absl::StatusOr<std::string> FindInPath(const std::string& program) {
   return absl::NotFoundError(absl::StrCat(program, " not found in PATH"));
 }
 
-// `pid` in decimal into `out` (at least 21 bytes), NUL-terminated: for a
-// forked child, where only async-signal-safe code may run.
-void FormatPid(pid_t pid, char* out) {
-  char digits[21];
-  int n = 0;
-  auto value = static_cast<unsigned long>(pid);
-  do {
-    digits[n++] = static_cast<char>('0' + value % 10);
-    value /= 10;
-  } while (value != 0);
-  for (int i = 0; i < n; ++i) out[i] = digits[n - 1 - i];
-  out[n] = '\0';
-}
-
 // A child started by SpawnChild: its pid, and the read end of its stdout
 // when that is captured (-1 otherwise).
 struct Child {
@@ -86,7 +73,7 @@ absl::StatusOr<Child> SpawnChild(const std::vector<std::string>& argv, const std
   for (char** e = environ; *e != nullptr; ++e) {
     if (!std::string_view(*e).starts_with(prefix)) env.push_back(*e);
   }
-  std::string die_with = prefix + std::string(21, '\0');
+  std::string die_with = prefix + std::string(kDecimalBytes, '\0');
   env.push_back(die_with.data());
   env.push_back(nullptr);
   int pipe_fds[2] = {-1, -1};
@@ -105,7 +92,7 @@ absl::StatusOr<Child> SpawnChild(const std::vector<std::string>& argv, const std
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);  // a blocked signal would stay blocked across exec
     signal(SIGPIPE, SIG_DFL);  // an ignored signal would stay ignored across exec (the tool ignores SIGPIPE)
-    FormatPid(getpid(), die_with.data() + prefix.size());
+    FormatDecimal(getpid(), die_with.data() + prefix.size());
     const int fd = capture ? pipe_fds[1] : open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) _exit(127);
     execve(args[0], args.data(), env.data());

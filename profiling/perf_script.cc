@@ -165,14 +165,6 @@ absl::StatusOr<std::optional<PerfTaskEvent>> TaskRecordOf(std::string_view rest)
   return std::optional<PerfTaskEvent>(event);
 }
 
-// "/usr/lib/libc.so.6" -> "[libc.so.6]", as the symbolizer names a frame
-// without a symbol; "[unknown]" and "[kernel.kallsyms]" stay as they are.
-std::string ObjectFrame(std::string_view dso) {
-  if (dso.empty()) return "[unknown]";
-  if (dso.front() == '[') return std::string(dso);
-  return absl::StrCat("[", std::string(dso.substr(dso.rfind('/') + 1)), "]");
-}
-
 struct Frame {
   std::string symbol;
   bool kernel = false;
@@ -208,7 +200,7 @@ Frame FrameOf(std::string_view frame_line) {
   const size_t plus = rest.rfind("+0x");
   if (plus != std::string_view::npos && IsHexDigits(rest.substr(plus + 3))) rest = rest.substr(0, plus);
   // No symbol: name the frame by its object.
-  frame.symbol = rest.empty() || rest == "[unknown]" ? ObjectFrame(dso) : std::string(rest);
+  frame.symbol = rest.empty() || rest == "[unknown]" ? ObjectFrameName(dso) : std::string(rest);
   return frame;
 }
 
@@ -219,9 +211,11 @@ absl::Status ForEachPerfScriptRecord(std::string_view text, const PerfScriptOpti
                                      const std::function<void(const PerfTaskEvent&)>& on_task) {
   std::optional<PerfScriptSample> sample;  // set while inside a sample
   std::vector<std::string> leaf_first;
+  bool user_seen = false;  // a user frame came: later kernel frames are not at the leaf end
   auto finish_sample = [&] {
     if (!sample.has_value()) return;
     sample->frames.assign(leaf_first.rbegin(), leaf_first.rend());
+    user_seen = false;
     if (on_sample) on_sample(std::move(*sample));
     sample.reset();
     leaf_first.clear();
@@ -250,6 +244,8 @@ absl::Status ForEachPerfScriptRecord(std::string_view text, const PerfScriptOpti
       }
       Frame frame = FrameOf(line);
       if (options.drop_kernel_frames && frame.kernel) continue;
+      if (frame.kernel && !user_seen) ++sample->kernel_frames;
+      user_seen |= !frame.kernel;
       leaf_first.push_back(options.short_names ? ShortFunctionName(frame.symbol) : std::move(frame.symbol));
       continue;
     }

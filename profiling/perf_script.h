@@ -41,6 +41,10 @@ struct PerfScriptSample {
   int64_t pid = -1;
   int64_t tid = -1;  // == pid when the header has no "pid/tid"
   std::vector<std::string> frames;  // root first, the comm not among them
+  // How many of the frames, at the leaf end, are the kernel's (0 with
+  // drop_kernel_frames): frames[0, size - kernel_frames) are what a
+  // user-space sampler would see of the same moment.
+  size_t kernel_frames = 0;
 };
 
 // A task record of `perf script --show-task-events`:

@@ -16,7 +16,7 @@ std::string_view ComparableName(std::string_view name) {
 
 }  // namespace
 
-ProfileViews FoldViews(std::span<const RawSample> samples, Symbolizer& symbolizer, const SampleLabels& labels) {
+ProfileViews FoldViews(std::span<const RawSample> samples, FrameSymbolizer& symbolizer, const SampleLabels& labels) {
   auto in_phase = [&](const RawSample& s) { return !labels.phase(s.tag).empty(); };
   auto under_process = [&](const RawSample& s) { return std::vector<std::string>{labels.process(s)}; };
   ProfileViews out;

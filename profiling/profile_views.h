@@ -47,7 +47,7 @@ struct ProfileViews {
   FoldedStacks measured;
 };
 
-ProfileViews FoldViews(std::span<const RawSample> samples, Symbolizer& symbolizer, const SampleLabels& labels);
+ProfileViews FoldViews(std::span<const RawSample> samples, FrameSymbolizer& symbolizer, const SampleLabels& labels);
 
 // The top-N table: "self% total% self total function", one line per function.
 void PrintTopN(std::ostream& out, const std::vector<FunctionSamples>& top);

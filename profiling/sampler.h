@@ -14,51 +14,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/names.h"
+#include "profiling/sample_buffer.h"
 
 namespace backendlab::profiling {
-
-// Deeper stacks are cut at the leaf end's first kMaxFrames frames; the lost
-// root end is counted (SampleBuffer::truncated) so a report can say so.
-inline constexpr int kMaxFrames = 64;
-
-// One sample as the handler writes it. Fixed size, no pointers to elsewhere,
-// so it can be copied out of shared memory and through a file byte for byte.
-struct RawSample {
-  int32_t pid = 0;     // the sampled process (as of Start/RestartAfterFork)
-  int32_t tag = 0;     // SetSampleTag()'s value when the signal arrived
-  int32_t overruns = 0;  // timer periods that passed since the last signal without one (informational)
-  int32_t depth = 0;   // valid entries in pcs
-  // pcs[0] is the interrupted instruction; pcs[i > 0] are return addresses.
-  uintptr_t pcs[kMaxFrames] = {};
-};
-
-// A fixed-capacity array of samples in caller-provided memory, filled by one
-// process's handler (one writer: `committed` assumes it) and read by any
-// process that maps the same memory. Writes
-// reserve a slot with an atomic increment and publish it with a release store
-// of `committed`, so a reader sees only whole samples, and a process that dies
-// in the middle of one loses that one only.
-struct SampleBuffer {
-  std::atomic<uint32_t> reserved;
-  std::atomic<uint32_t> committed;  // samples [0, committed) are complete (while reserved <= capacity)
-  std::atomic<uint64_t> dropped;    // samples that found the buffer full
-  std::atomic<uint64_t> truncated;  // samples whose stack was deeper than kMaxFrames
-  uint32_t capacity;
-  // The samples follow the header in the same memory.
-  RawSample* samples() { return reinterpret_cast<RawSample*>(this + 1); }
-  const RawSample* samples() const { return reinterpret_cast<const RawSample*>(this + 1); }
-
-  static size_t BytesFor(uint32_t capacity);
-  // Makes `memory` (BytesFor(capacity) bytes, suitably aligned) an empty buffer.
-  static SampleBuffer* Init(void* memory, uint32_t capacity);
-  // Empties the buffer for a new writer. Not while a writer may run.
-  void Reset();
-  // The complete samples, in order.
-  uint32_t size() const;
-};
-static_assert(sizeof(SampleBuffer) % alignof(RawSample) == 0, "samples follow the header, aligned");
-static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free,
-              "the handler and processes sharing the buffer rely on lock-free atomics");
 
 // A SampleBuffer in a mapping of its own: shared and anonymous, so that a
 // forked child's samples written into it are seen by its parent, and
@@ -115,9 +73,11 @@ struct SamplerOptions {
 // the thread that called Start/RestartAfterFork, and Stop must be called on
 // that thread (it is what makes "no handler is running" true when it returns).
 //
-// What runs in signal context, the SIGPROF handler: it saves errno, loads the
-// buffer pointer and the tag (atomics), reserves a slot with one atomic
-// fetch_add, unwinds into the slot and publishes it with a release store. It
+// What runs in signal context, the SIGPROF handler (internal/sampler_core.cc):
+// it returns at once if a gate is set and closed (internal::SetSamplingGate,
+// used by the sampler library), saves errno, loads the buffer pointer and the
+// tag (atomics), reserves a slot with one atomic fetch_add, unwinds into the
+// slot and publishes it with release stores (its depth, then `committed`). It
 // is not re-entrant; SIGPROF is blocked while it runs. It allocates nothing
 // and takes no lock of its own. What the unwinding calls depends on the
 // unwinder:
@@ -165,8 +125,14 @@ class Sampler {
 void SetSampleTag(int32_t tag);
 int32_t SampleTag();
 
-// The complete samples of `buffer`, in order.
+// The complete samples of `buffer` (one writer), in order.
 std::vector<RawSample> CopySamples(const SampleBuffer& buffer);
+
+// What several processes wrote into one fresh buffer at once (sample_buffer.h),
+// read once they are done or stopped: the slots whose depth was published, in
+// slot order; `torn` (if set) counts the reserved slots no writer finished (a
+// process killed mid-sample).
+std::vector<RawSample> CopySharedSamples(const SampleBuffer& buffer, int64_t* torn = nullptr);
 
 }  // namespace backendlab::profiling
 

@@ -22,17 +22,13 @@ void InitializeOnce() {
   (void)initialized;
 }
 
-std::string Resolve(uintptr_t pc) {
+std::string ResolveHere(uintptr_t pc) {
   char name[4096];
   if (absl::Symbolize(reinterpret_cast<const void*>(pc), name, sizeof name)) return ShortFunctionName(name);
   Dl_info info{};
   if (dladdr(reinterpret_cast<const void*>(pc), &info) != 0) {
     if (info.dli_sname != nullptr) return ShortFunctionName(info.dli_sname);
-    if (info.dli_fname != nullptr) {
-      std::string_view object = info.dli_fname;
-      object = object.substr(object.rfind('/') + 1);
-      return absl::StrCat("[", std::string(object), "]");
-    }
+    if (info.dli_fname != nullptr) return ObjectFrameName(info.dli_fname);
   }
   return "[unknown]";
 }
@@ -106,23 +102,35 @@ std::string ShortFunctionName(std::string_view demangled) {
   return out.empty() ? std::string(demangled) : out;
 }
 
-Symbolizer::Symbolizer() { InitializeOnce(); }
+std::string ObjectFrameName(std::string_view object) {
+  if (object.empty()) return "[unknown]";
+  if (object.front() == '[') return std::string(object);
+  return absl::StrCat("[", std::string(object.substr(object.rfind('/') + 1)), "]");
+}
 
-const std::string& Symbolizer::Name(uintptr_t pc, bool return_address) {
+const std::string& FrameSymbolizer::Name(uintptr_t pc, bool return_address) {
   const uintptr_t lookup = return_address && pc > 0 ? pc - 1 : pc;
   auto [it, inserted] = cache_.try_emplace(lookup);
   if (inserted) it->second = Resolve(lookup);
   return it->second;
 }
 
-FoldedStacks FoldSamples(std::span<const RawSample> samples, Symbolizer& symbolizer, const FoldOptions& options) {
+Symbolizer::Symbolizer() { InitializeOnce(); }
+
+std::string Symbolizer::Resolve(uintptr_t pc) { return ResolveHere(pc); }
+
+void AppendFrames(const RawSample& sample, FrameSymbolizer& symbolizer, std::vector<std::string>& frames) {
+  for (int i = sample.depth - 1; i >= 0; --i) frames.push_back(symbolizer.Name(sample.pcs[i], i > 0));
+}
+
+FoldedStacks FoldSamples(std::span<const RawSample> samples, FrameSymbolizer& symbolizer, const FoldOptions& options) {
   FoldedStacks folded;
   std::vector<std::string> frames;
   for (const RawSample& s : samples) {
     if (options.keep && !options.keep(s)) continue;
     frames.clear();
     if (options.prefix) frames = options.prefix(s);
-    for (int i = s.depth - 1; i >= 0; --i) frames.push_back(symbolizer.Name(s.pcs[i], i > 0));
+    AppendFrames(s, symbolizer, frames);
     if (frames.empty()) frames.push_back("[unknown]");
     folded.Add(frames, 1);
   }

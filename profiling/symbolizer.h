@@ -15,14 +15,10 @@
 
 namespace backendlab::profiling {
 
-// Resolves addresses of the calling process's address space. Samples of
-// processes forked from it without exec (backends, the postmaster) have the
-// same mappings, PIE or not, so they are resolved here, after the run. Uses
-// Abseil's ELF symbolizer (the full symbol table, static functions included;
-// names demangled without parameters), then dladdr for dynamic symbols.
-class Symbolizer {
+// Names the frames of samples, whichever address space they were taken in.
+class FrameSymbolizer {
  public:
-  Symbolizer();
+  virtual ~FrameSymbolizer() = default;
 
   // The function containing `pc`. A return address (a frame other than the
   // leaf) is looked up at pc - 1, so that a call at the end of a function is
@@ -31,8 +27,27 @@ class Symbolizer {
   // Results are cached.
   const std::string& Name(uintptr_t pc, bool return_address);
 
+ protected:
+  // The name of the function that contains `pc` (already moved back for a
+  // return address), short (ShortFunctionName), or a bracketed object name.
+  virtual std::string Resolve(uintptr_t pc) = 0;
+
  private:
   std::unordered_map<uintptr_t, std::string> cache_;
+};
+
+// Resolves addresses of the calling process's address space. Samples of
+// processes forked from it without exec (backends, the postmaster) have the
+// same mappings, PIE or not, so they are resolved here, after the run. Uses
+// Abseil's ELF symbolizer (the full symbol table, static functions included;
+// names demangled without parameters), then dladdr for dynamic symbols.
+// Another process's addresses: ProcessSymbolizer (process_symbolizer.h).
+class Symbolizer final : public FrameSymbolizer {
+ public:
+  Symbolizer();
+
+ protected:
+  std::string Resolve(uintptr_t pc) override;
 };
 
 // "ns::(anonymous namespace)::F<int>(int) const" -> "ns::(anonymous namespace)::F":
@@ -44,6 +59,14 @@ class Symbolizer {
 // "[unknown]", is returned unchanged.
 std::string ShortFunctionName(std::string_view demangled);
 
+// The frame name of a pc in `object` without a symbol: the file name in
+// brackets ("/usr/lib/libc.so.6" -> "[libc.so.6]"), as perf names such a frame
+// by its dso; "[unknown]" for no object; a bracketed name ("[vdso]") as it is.
+std::string ObjectFrameName(std::string_view object);
+
+// Appends the names of `sample`'s frames to `frames`, root first.
+void AppendFrames(const RawSample& sample, FrameSymbolizer& symbolizer, std::vector<std::string>& frames);
+
 // Folds samples into stacks, root first, one count per sample. `keep`
 // (if set) filters samples; `prefix` (if set) gives frames to put above a
 // sample's own, outermost first: its process's role, its phase.
@@ -51,7 +74,7 @@ struct FoldOptions {
   std::function<bool(const RawSample&)> keep;
   std::function<std::vector<std::string>(const RawSample&)> prefix;
 };
-FoldedStacks FoldSamples(std::span<const RawSample> samples, Symbolizer& symbolizer, const FoldOptions& options);
+FoldedStacks FoldSamples(std::span<const RawSample> samples, FrameSymbolizer& symbolizer, const FoldOptions& options);
 
 }  // namespace backendlab::profiling
 

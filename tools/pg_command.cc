@@ -3,14 +3,9 @@
 // the server's costs per connection.
 #include "tools/pg_command.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cmath>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <iostream>
 
 #include "absl/strings/numbers.h"
@@ -49,11 +44,11 @@ constexpr FlagSpec kFlags[] = {
     {"server-counters", "on", "perf counters on the postmaster, inherited by its backends: on or off"},
     {"via", "", "also through a pooler, a row per entry beside the direct one: pgbouncer[:session|:transaction][,...]"},
     {"pgbouncer", "", "with --via: the pgbouncer binary (default: on PATH, else /usr/sbin/pgbouncer)"},
-    {"profile", "off", "after the rounds, one more loop per server under perf record -a (DWARF call graphs): phases, top functions, flame graphs"},
+    {"profile", "off", "after the rounds, two more loops per server, the second recorded: phases, top functions, flame graphs. on or perf: by perf record -a (DWARF call graphs); builtin: by the built-in sampler inside the server (LD_PRELOAD; no perf needed); builtin,perf: the same pass by both, their rankings compared"},
     {"explain-phases", "off", "print the phase rules --profile uses, for the chosen versions, and exit"},
-    {"out", "", "with --profile: directory for the folded stacks and flame graphs, a subdirectory per server (default backendlab-pg-profile)"},
+    {"out", "", "with --profile: directory for the folded stacks and flame graphs, a subdirectory per server and profiler (default backendlab-pg-profile)"},
     {"top", "", "with --profile: functions in the top-N tables (default 15)"},
-    {"frequency", "", "with --profile: samples per second per CPU, 1..10000 (default 999)"},
+    {"frequency", "", "with --profile: samples per second, 1..10000 (default 999): perf's per CPU, the built-in sampler's per second of each process's CPU time"},
     {"json", "", "also write the results as JSON to this file"},
     {"csv", "", "also write the rows as CSV to this file"},
 };
@@ -66,6 +61,26 @@ absl::StatusOr<int> ParseMajor(const std::string& text) {
     return absl::InvalidArgumentError(absl::StrCat("--pg-versions: ", Quoted(text), " is not a major version from 10 to 18"));
   }
   return major;
+}
+
+// --profile: off; on, the flag alone, meaning perf (as before there was a
+// choice); or a list of profilers, each once.
+absl::StatusOr<std::vector<pgreal::Profiler>> ProfilersOf(const Flags& flags) {
+  const std::string value = flags.Get("profile");
+  if (value == "off") return std::vector<pgreal::Profiler>();
+  if (value == "on") return std::vector<pgreal::Profiler>{pgreal::Profiler::kPerf};
+  absl::StatusOr<std::vector<std::string>> names = flags.GetList("profile");
+  if (!names.ok()) return names.status();
+  std::vector<pgreal::Profiler> profilers;
+  for (const std::string& name : *names) {
+    absl::StatusOr<pgreal::Profiler> p = pgreal::ParseProfiler(name);
+    if (!p.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--profile: ", Quoted(name), " is not on, off, or a list of perf and builtin"));
+    }
+    profilers.push_back(*p);
+  }
+  return profilers;
 }
 
 // --top and --out of --profile, with their defaults.
@@ -187,16 +202,18 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
   }
   if (flags.Has("pgbouncer") && options.via.empty()) return absl::InvalidArgumentError("--pgbouncer goes with --via");
   options.pgbouncer = flags.Get("pgbouncer");
-  absl::StatusOr<bool> profile = flags.GetBool("profile");
+  absl::StatusOr<std::vector<pgreal::Profiler>> profilers = ProfilersOf(flags);
   absl::StatusOr<int64_t> frequency = flags.Has("frequency") ? flags.GetInt("frequency", 1, 10'000) : 999;
   absl::StatusOr<int64_t> top_n = TopN(flags);  // used after the run
-  for (const absl::Status& s : {profile.status(), frequency.status(), top_n.status()}) {
+  for (const absl::Status& s : {profilers.status(), frequency.status(), top_n.status()}) {
     if (!s.ok()) return s;
   }
-  options.profile = *profile;
+  options.profilers = *profilers;
   options.profile_options.frequency_hz = static_cast<int>(*frequency);
   for (const char* flag : {"out", "top", "frequency"}) {
-    if (flags.Has(flag) && !options.profile) return absl::InvalidArgumentError(absl::StrCat("--", flag, " goes with --profile"));
+    if (flags.Has(flag) && options.profilers.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, " goes with --profile"));
+    }
   }
   return options;
 }
@@ -222,60 +239,6 @@ absl::Status ExplainPhasesOf(const Flags& flags, std::ostream& out) {
     if (i > 0) out << "\n";
     pgreal::ExplainPhases(out, majors[i]);
   }
-  return absl::OkStatus();
-}
-
-// "15/128MB" -> "15-128MB": a server's subdirectory of --out.
-std::string ProfileSubdirectory(const std::string& label) {
-  std::string name = label;
-  std::replace(name.begin(), name.end(), '/', '-');
-  return name;
-}
-
-// Prints each server's profile, writes its flame graphs under --out, and
-// adds what the header's JSON says of it.
-absl::Status ReportProfiles(const Flags& flags, const pgreal::PgResult& result, std::ostream& out,
-                            nlohmann::json& header) {
-  absl::StatusOr<int64_t> top_n = TopN(flags);
-  if (!top_n.ok()) return top_n.status();
-  const std::string dir = ProfileDirectory(flags);
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(dir), ": ", std::strerror(errno)));
-  }
-  nlohmann::json profiles = nlohmann::json::object();
-  for (const pgreal::PgTargetResult& t : result.targets) {
-    if (!t.profile) continue;
-    const double rate = Summarize(t.rates).median;
-    const double change = t.unrecorded_rate > 0 ? 100.0 * (t.profiled_rate / t.unrecorded_rate - 1) : 0;
-    out << "\n== " << t.label << " under perf ==\n";
-    out << absl::StrFormat("recording cost: %.1f conn/s recorded against %.1f unrecorded just before (one pair of "
-                           "passes, no counters open): %.1f %% %s\n",
-                           t.profiled_rate, t.unrecorded_rate, std::abs(change), change <= 0 ? "slower" : "faster");
-    PrintPgProfile(out, *t.profile, *top_n);
-    const std::string subdir = absl::StrCat(dir, "/", ProfileSubdirectory(t.label));
-    if (mkdir(subdir.c_str(), 0755) != 0 && errno != EEXIST) {
-      return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(subdir), ": ", std::strerror(errno)));
-    }
-    std::vector<std::string> written;
-    if (absl::Status s = WritePgProfile(subdir, *t.profile, written); !s.ok()) return s;
-    out << "folded stacks and flame graphs (" << written.size() << " files) in " << subdir
-        << "/: all.svg by process, phases.svg by process and phase, phase-NAME.svg each\n";
-    nlohmann::json phases = nlohmann::json::object();
-    for (const pgreal::PhaseSamples& p : t.profile->phases) phases[p.phase] = p.samples;
-    profiles[t.label] = {{"phases", phases},
-                         {"server_samples", t.profile->server_samples},
-                         {"unclaimed_samples", t.profile->unclaimed_samples},
-                         {"other_samples", t.profile->other_samples},
-                         {"lost_samples", t.profile->lost_samples},
-                         {"backends_forked", t.profile->backends_forked},
-                         {"unwinder", t.profile->unwinder},
-                         {"frequency_hz", t.profile->frequency_hz},
-                         {"record_seconds", t.profile->record_seconds},
-                         {"profiled_connections_per_second", t.profiled_rate},
-                         {"unrecorded_connections_per_second", t.unrecorded_rate},
-                         {"connections_per_second", rate}};
-  }
-  header["profiles"] = profiles;
   return absl::OkStatus();
 }
 
@@ -305,7 +268,9 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
   absl::StatusOr<pgreal::PgRunOptions> options = OptionsFromFlags(*flags);
   if (!options.ok()) return options.status();
   // --profile's default --out too, before the run rather than after it.
-  if (absl::Status s = CheckOutputPaths(*flags, options->profile ? ProfileDirectory(*flags) : ""); !s.ok()) return s;
+  if (absl::Status s = CheckOutputPaths(*flags, !options->profilers.empty() ? ProfileDirectory(*flags) : ""); !s.ok()) {
+    return s;
+  }
   const bool progress = isatty(STDERR_FILENO);
   if (progress) {
     options->progress = [](const std::string& line) { std::fprintf(stderr, "\r%s\033[K", line.c_str()); };
@@ -400,8 +365,10 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
     for (const std::string& why : result->targets[0].server_events_unavailable) out << why << "\n";
   }
 
-  if (options->profile) {
-    if (absl::Status s = ReportProfiles(*flags, *result, out, header); !s.ok()) return s;
+  if (!options->profilers.empty()) {
+    absl::StatusOr<int64_t> top_n = TopN(*flags);
+    if (!top_n.ok()) return top_n.status();
+    if (absl::Status s = ReportPgProfiles(*result, ProfileDirectory(*flags), *top_n, out, header); !s.ok()) return s;
   }
 
   header["command"] = "pg";

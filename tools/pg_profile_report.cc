@@ -1,11 +1,21 @@
-// `backendlab pg --profile`'s phase table, top functions and flame graphs.
+// `backendlab pg --profile`'s phase table, top functions and flame graphs, per
+// profiler, and the two profilers' rankings side by side.
 #include "tools/pg_profile_report.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/summary.h"
 #include "pgreal/phase_rules.h"
 #include "profiling/profile_views.h"
+#include "tools/flags.h"
 #include "tools/profile_report.h"
 
 namespace backendlab::tools {
@@ -13,18 +23,66 @@ namespace {
 
 double Percent(int64_t part, int64_t whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
 
+// "15/128MB" -> "15-128MB": a server's subdirectory of --out.
+std::string ProfileSubdirectory(const std::string& label) {
+  std::string name = label;
+  std::replace(name.begin(), name.end(), '/', '-');
+  return name;
+}
+
+// One profile's keys in the JSON header.
+nlohmann::json ProfileJson(const pgreal::PgTargetResult& t, const pgreal::ServerProfile& p) {
+  nlohmann::json phases = nlohmann::json::object();
+  for (const pgreal::PhaseSamples& phase : p.phases) phases[phase.phase] = phase.samples;
+  return {{"profiler", p.profiler},
+          {"phases", phases},
+          {"server_samples", p.server_samples},
+          {"unclaimed_samples", p.unclaimed_samples},
+          {"other_samples", p.other_samples},
+          {"lost_samples", p.lost_samples},
+          {"backends_forked", p.backends_forked},
+          {"unarmed_processes", p.unarmed_processes},
+          {"kernel_only_samples", p.kernel_only_samples},
+          {"unwinder", p.unwinder},
+          {"frequency_hz", p.frequency_hz},
+          {"record_seconds", p.record_seconds},
+          {"profiled_connections_per_second", t.profiled_rate},
+          {"unrecorded_connections_per_second", t.unrecorded_rate},
+          {"connections_per_second", Summarize(t.rates).median}};
+}
+
 }  // namespace
 
 void PrintPgProfile(std::ostream& out, const pgreal::ServerProfile& profile, int64_t top_n) {
-  out << absl::StrFormat(
-      "perf: every CPU, cpu-clock at %d Hz, %s unwinding, %.1f s recorded: %d samples of the server "
-      "(%d backends forked meanwhile), %d of other processes dropped\n",
-      profile.frequency_hz, profile.unwinder, profile.record_seconds, profile.server_samples,
-      profile.backends_forked, profile.other_samples);
-  out << "  " << absl::StrJoin(profile.perf_command, " ") << "\n";
-  if (profile.lost_samples > 0) {
-    out << absl::StrFormat("perf lost %d samples (its ring buffer was full): the shares below are of the samples it kept\n",
-                           profile.lost_samples);
+  const bool builtin = profile.profiler == pgreal::ProfilerName(pgreal::Profiler::kBuiltin);
+  if (builtin) {
+    out << absl::StrFormat(
+        "built-in sampler: every process of the server, a CPU-time timer at %d Hz in each (the kernel's tick caps "
+        "it), %s unwinding, %.1f s recorded: %d samples of the server (%d backends forked meanwhile)\n",
+        profile.frequency_hz, profile.unwinder, profile.record_seconds, profile.server_samples,
+        profile.backends_forked);
+    if (profile.unarmed_processes > 0) {
+      out << absl::StrFormat("%d processes forked meanwhile could not arm a timer and were not sampled (the server's "
+                             "log says why)\n",
+                             profile.unarmed_processes);
+    }
+    if (profile.lost_samples > 0) {
+      out << absl::StrFormat("%d samples lost (the sample file full, or a process killed mid-sample): the shares "
+                             "below are of the samples kept\n",
+                             profile.lost_samples);
+    }
+  } else {
+    out << absl::StrFormat(
+        "perf: every CPU, cpu-clock at %d Hz, %s unwinding, %.1f s recorded: %d samples of the server "
+        "(%d backends forked meanwhile), %d of other processes dropped\n",
+        profile.frequency_hz, profile.unwinder, profile.record_seconds, profile.server_samples,
+        profile.backends_forked, profile.other_samples);
+    out << "  " << absl::StrJoin(profile.perf_command, " ") << "\n";
+    if (profile.lost_samples > 0) {
+      out << absl::StrFormat(
+          "perf lost %d samples (its ring buffer was full): the shares below are of the samples it kept\n",
+          profile.lost_samples);
+    }
   }
   out << absl::StrFormat("phases of PostgreSQL %d (rules: --explain-phases):\n", profile.major);
   out << absl::StrFormat("%-17s %9s %9s\n", "phase", "samples", "% server");
@@ -32,10 +90,36 @@ void PrintPgProfile(std::ostream& out, const pgreal::ServerProfile& profile, int
     out << absl::StrFormat("%-17s %9d %9.1f\n", p.phase, p.samples, Percent(p.samples, profile.server_samples));
   }
   const profiling::FoldedStacks backends = profile.stacks.Under(pgreal::kBackendRole);
-  out << absl::StrFormat("\ntop %d functions of the backends (%d samples; kernel frames kept; self: the leaf frame, "
+  out << absl::StrFormat("\ntop %d functions of the backends (%d samples; %s; self: the leaf frame, "
                          "total: anywhere on the stack):\n",
-                         top_n, backends.total_samples());
+                         top_n, backends.total_samples(),
+                         builtin ? "user space only: kernel time is charged to the frame that entered the kernel"
+                                 : "kernel frames kept");
   profiling::PrintTopN(out, backends.TopN(static_cast<size_t>(top_n)));
+}
+
+ProfileAgreement PrintPgProfileAgreement(std::ostream& out, const pgreal::ServerProfile& builtin,
+                                         const pgreal::ServerProfile& perf) {
+  constexpr size_t kTop = 10;
+  const profiling::FoldedStacks sampled = builtin.user_stacks.Under(pgreal::kBackendRole);
+  const profiling::FoldedStacks recorded = perf.user_stacks.Under(pgreal::kBackendRole);
+  const std::vector<profiling::FunctionSamples> sampled_top = sampled.TopN(kTop);
+  const std::vector<profiling::FunctionSamples> recorded_top = recorded.TopN(kTop);
+  out << absl::StrFormat("top %d functions of the backends, user space only (perf's kernel frames folded into the "
+                         "user frame that entered the kernel, as the sampler sees them; %d perf samples of the server "
+                         "with no user frame at all, which no user-space sampler can take, left out)\n",
+                         kTop, perf.kernel_only_samples);
+  out << absl::StrFormat("built-in sampler (%d samples):\n", sampled.total_samples());
+  profiling::PrintTopN(out, sampled_top);
+  out << absl::StrFormat("perf (%d samples):\n", recorded.total_samples());
+  profiling::PrintTopN(out, recorded_top);
+  ProfileAgreement a;
+  a.top_5 = profiling::CommonTop(sampled_top, recorded_top, 5);
+  a.top_10 = profiling::CommonTop(sampled_top, recorded_top, 10);
+  out << absl::StrFormat("agreement: %d of the top 5 and %d of the top 10 functions by self samples are the same in "
+                         "both (names compared without leading underscores: libc's aliases)\n",
+                         a.top_5, a.top_10);
+  return a;
 }
 
 absl::Status WritePgProfile(const std::string& dir, const pgreal::ServerProfile& profile,
@@ -61,6 +145,48 @@ absl::Status WritePgProfile(const std::string& dir, const pgreal::ServerProfile&
     if (view.stacks.total_samples() == 0) continue;
     if (absl::Status s = WriteView(dir, view, written); !s.ok()) return s;
   }
+  return absl::OkStatus();
+}
+
+absl::Status ReportPgProfiles(const pgreal::PgResult& result, const std::string& dir, int64_t top_n,
+                              std::ostream& out, nlohmann::json& header) {
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(dir), ": ", std::strerror(errno)));
+  }
+  nlohmann::json by_profiler[2] = {nlohmann::json::object(), nlohmann::json::object()};
+  nlohmann::json agreement = nlohmann::json::object();
+  for (const pgreal::PgTargetResult& t : result.targets) {
+    const pgreal::ServerProfile* of[2] = {nullptr, nullptr};
+    for (const pgreal::ServerProfile& p : t.profiles) {
+      const bool builtin = p.profiler == pgreal::ProfilerName(pgreal::Profiler::kBuiltin);
+      of[builtin] = &p;
+      const double change = t.unrecorded_rate > 0 ? 100.0 * (t.profiled_rate / t.unrecorded_rate - 1) : 0;
+      out << "\n== " << t.label << " under " << (builtin ? "the built-in sampler" : "perf") << " ==\n";
+      out << absl::StrFormat("recording cost: %.1f conn/s recorded against %.1f unrecorded just before (one pair of "
+                             "passes, no counters open%s): %.1f %% %s\n",
+                             t.profiled_rate, t.unrecorded_rate,
+                             t.profiles.size() > 1 ? "; one pass recorded by both profilers" : "", std::abs(change),
+                             change <= 0 ? "slower" : "faster");
+      PrintPgProfile(out, p, top_n);
+      const std::string subdir = absl::StrCat(dir, "/", ProfileSubdirectory(t.label), builtin ? "-builtin" : "");
+      if (mkdir(subdir.c_str(), 0755) != 0 && errno != EEXIST) {
+        return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(subdir), ": ", std::strerror(errno)));
+      }
+      std::vector<std::string> written;
+      if (absl::Status s = WritePgProfile(subdir, p, written); !s.ok()) return s;
+      out << "folded stacks and flame graphs (" << written.size() << " files) in " << subdir
+          << "/: all.svg by process, phases.svg by process and phase, phase-NAME.svg each\n";
+      by_profiler[builtin][t.label] = ProfileJson(t, p);
+    }
+    if (of[0] != nullptr && of[1] != nullptr) {
+      out << "\n== " << t.label << ": the built-in sampler against perf, on the same pass ==\n";
+      const ProfileAgreement a = PrintPgProfileAgreement(out, *of[1], *of[0]);
+      agreement[t.label] = {{"top_5_common", a.top_5}, {"top_10_common", a.top_10}};
+    }
+  }
+  header["profiles"] = by_profiler[0];
+  header["builtin_profiles"] = by_profiler[1];
+  if (!agreement.empty()) header["profile_agreement"] = agreement;
   return absl::OkStatus();
 }
 

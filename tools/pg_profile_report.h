@@ -10,14 +10,39 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "nlohmann/json.hpp"
+#include "pgreal/pg_run.h"
 #include "pgreal/server_profile.h"
 
 namespace backendlab::tools {
 
-// The recording line (perf, unwinder, rate, seconds, samples kept and
-// dropped), the phase table (phase, samples, % of the server's samples, every
-// phase and the unclaimed row) and the top-N functions of the backends.
+// Prints each server's profiles (PrintPgProfile, and with both profilers
+// PrintPgProfileAgreement), writes their flame graphs under `dir` (perf's
+// in a subdirectory per server, "15-128MB/", as before there was a choice;
+// the built-in sampler's beside it, "15-128MB-builtin/"), and adds them to
+// the JSON header: `profiles` (perf's, as before), `builtin_profiles`, and
+// with both `profile_agreement`.
+absl::Status ReportPgProfiles(const pgreal::PgResult& result, const std::string& dir, int64_t top_n,
+                              std::ostream& out, nlohmann::json& header);
+
+// The recording line (the profiler, unwinder, rate, seconds, samples kept
+// and dropped), the phase table (phase, samples, % of the server's samples,
+// every phase and the unclaimed row) and the top-N functions of the
+// backends.
 void PrintPgProfile(std::ostream& out, const pgreal::ServerProfile& profile, int64_t top_n);
+
+// How many functions two rankings share (profiling::CommonTop).
+struct ProfileAgreement {
+  int top_5 = 0;
+  int top_10 = 0;
+};
+
+// The backends' top 10 by self samples of each profiler on user-space frames
+// (ServerProfile::user_stacks: perf's kernel time charged to the user frame
+// that entered the kernel, as the sampler sees it), one table after the
+// other, and how many of the top 5 and top 10 they share.
+ProfileAgreement PrintPgProfileAgreement(std::ostream& out, const pgreal::ServerProfile& builtin,
+                                         const pgreal::ServerProfile& perf);
 
 // Writes into `dir`: all.folded/.svg (every server sample under its role),
 // phases.folded/.svg (under role and "[phase]") and phase-NAME.folded/.svg

@@ -12,18 +12,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/interleaved.h"
 #include "base/interrupt.h"
 #include "base/resource_usage.h"
+#include "base/signal_safe.h"
+
+extern char** environ;
 
 namespace backendlab::pgreal::internal {
 namespace {
@@ -69,6 +74,21 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOpt
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // The child's environment, made here: after fork it only writes its pid.
+  std::vector<std::string> names;
+  for (const std::string& entry : options.environment) names.push_back(entry.substr(0, entry.find('=') + 1));
+  if (!options.pid_variable.empty()) names.push_back(options.pid_variable + "=");
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry = *e;
+    if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return entry.starts_with(n); })) {
+      env.push_back(*e);
+    }
+  }
+  for (const std::string& entry : options.environment) env.push_back(const_cast<char*>(entry.c_str()));
+  std::string own_pid = options.pid_variable.empty() ? "" : options.pid_variable + "=" + std::string(kDecimalBytes, '\0');
+  if (!own_pid.empty()) env.push_back(own_pid.data());
+  env.push_back(nullptr);
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) return ErrnoStatus(absl::StrCat("fork for ", argv[0]));
@@ -100,7 +120,8 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOpt
       if (prctl(PR_SET_PDEATHSIG, options.pdeath_signal) != 0) ChildFail("prctl(PR_SET_PDEATHSIG)");
       if (getppid() != parent) _exit(1);  // the tool died before the line above
     }
-    execv(args[0], args.data());
+    if (!own_pid.empty()) FormatDecimal(getpid(), own_pid.data() + options.pid_variable.size() + 1);
+    execve(args[0], args.data(), env.data());
     ChildFail(args[0]);
   }
   setpgid(pid, pid);  // also here, so that the group exists before we may signal it

@@ -35,6 +35,13 @@ struct SpawnOptions {
   std::optional<User> user;
   std::string log_path;
   int pdeath_signal = 0;
+  // Added to the tool's environment for the child (NAME=VALUE, replacing a
+  // variable of that name).
+  std::vector<std::string> environment;
+  // If set, the child also gets NAME=<its own pid>, written by the child
+  // between fork and exec: how the sampler library knows the one process it
+  // is meant for.
+  std::string pid_variable;
 };
 
 // fork + exec of argv[0] (a path) with argv; the pid, or an error naming the

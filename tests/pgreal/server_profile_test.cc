@@ -3,11 +3,14 @@
 #include "pgreal/server_profile.h"
 
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <memory>
+#include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -18,6 +21,8 @@
 #include "pgreal/server.h"
 #include "profiling/perf_events.h"
 #include "profiling/process_tree.h"
+#include "tests/test_util/run_program.h"
+#include "tests/test_util/temp_dir.h"
 
 namespace backendlab::pgreal {
 namespace {
@@ -159,6 +164,102 @@ TEST_F(RealServerTest, BackendsAreFoundAndClassified) {
   EXPECT_EQ(sum, profile->server_samples) << "every sample in one phase row or unclaimed";
   EXPECT_LT(profile->unclaimed_samples, profile->server_samples);
   EXPECT_GT(profile->record_seconds, 0);
+}
+
+// --- the built-in sampler in a real server --------------------------------
+
+// Debian's PostgreSQL 15 with the sampler library, each server of a test a
+// copy of one initdb's data directory (an initdb costs seconds), in a
+// private TMPDIR that must be empty again after the test.
+class BuiltinSamplerTest : public test_util::TempDirTest {
+ protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    absl::StatusOr<Installation> installation = DefaultInstallation();
+    if (!installation.ok()) GTEST_SKIP() << installation.status().message();
+    if (geteuid() == 0 && getpwnam("postgres") == nullptr) {
+      GTEST_SKIP() << "running as root and there is no user postgres to run the server as";
+    }
+    options_.installation = *installation;
+    options_.builtin_sampler_hz = 999;
+    absl::StatusOr<std::unique_ptr<Server>> created = Server::Create(options_);
+    ASSERT_TRUE(created.ok()) << created.status();
+    template_ = std::move(*created);
+    // The server's user must reach its directory inside TMPDIR.
+    ASSERT_EQ(chmod(dir_.c_str(), 0711), 0);
+    tmpdir_.emplace("TMPDIR", dir_);
+  }
+
+  void TearDown() override {
+    tmpdir_.reset();
+    template_.reset();
+    if (!dir_.empty()) {
+      EXPECT_TRUE(std::filesystem::is_empty(dir_)) << "a server, its sample file or its library copy was left";
+    }
+    TempDirTest::TearDown();
+  }
+
+  absl::StatusOr<std::unique_ptr<Server>> StartServer() { return Server::Start(options_, template_->data_directory()); }
+
+  ServerOptions options_;
+  std::unique_ptr<Server> template_;  // created, never started
+  std::optional<test_util::ScopedEnv> tmpdir_;
+};
+
+int Occurrences(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// One test for two behaviours, so that they share one initdb (ctest runs
+// each test in a process of its own).
+TEST_F(BuiltinSamplerTest, SamplesBackendsForkedAfterStartAndRefusesAServerWithoutATimer) {
+  {
+    SCOPED_TRACE("a postmaster whose timer cannot be armed");
+    const test_util::ScopedEnv refuse("BACKENDLAB_SAMPLER_FAIL_TIMER", "postmaster");
+    absl::StatusOr<std::unique_ptr<Server>> refused = StartServer();
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("the built-in sampler did not start"), std::string::npos)
+        << refused.status();
+    EXPECT_NE(refused.status().message().find("could not be armed"), std::string::npos)
+        << "the log's tail holds the library's one line: " << refused.status();
+  }
+  absl::StatusOr<std::unique_ptr<Server>> server = StartServer();
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_NE((*server)->sample_file(), nullptr);
+  constexpr int kConnections = 30;
+  LoopOptions loop;
+  loop.conninfo = (*server)->conninfo();
+  loop.connections = kConnections;
+  loop.warmup = 0;
+  loop.query = "SELECT 1";
+  BuiltinRecording recording((*server)->postmaster_pid(), *(*server)->sample_file(), 15);
+  ASSERT_TRUE(recording.Record([&] { return RunConnectLoop(loop).status(); }).ok());
+  absl::StatusOr<ServerProfile> profile = recording.Profile();
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  const std::string log = test_util::ReadFile((*server)->directory() + "/server.log");
+  EXPECT_EQ(Occurrences(log, "backendlab sampler:"), 1) << "one line, the postmaster's: " << log;
+  EXPECT_NE(log.find("sampling this process"), std::string::npos) << log;
+  EXPECT_TRUE((*server)->CheckRunning().ok());
+  EXPECT_TRUE((*server)->Stop().ok());
+
+  EXPECT_EQ(profile->profiler, "builtin");
+  EXPECT_EQ(profile->unwinder, "libunwind");
+  EXPECT_GE(profile->backends_forked, kConnections) << "every backend forked after the start has a timer";
+  EXPECT_EQ(profile->unarmed_processes, 0);
+  EXPECT_EQ(profile->lost_samples, 0);
+  EXPECT_GT(profile->stacks.Under("backend").total_samples(), 0) << "samples arrive from the backends";
+  EXPECT_GT(PhaseCount(*profile, "init"), 0);
+  int64_t sum = 0;
+  for (const PhaseSamples& p : profile->phases) sum += p.samples;
+  EXPECT_EQ(sum, profile->server_samples) << "every sample in one phase row or unclaimed";
+  EXPECT_LT(profile->unclaimed_samples * 4, profile->server_samples) << "most samples are claimed by a rule";
+  EXPECT_EQ(profile->user_stacks, profile->stacks) << "a user-space sampler's stacks are all user space";
+  // Symbolized from the server's own binary and libraries.
+  const std::string stacks = profile->stacks.ToText();
+  EXPECT_NE(stacks.find("PostgresMain"), std::string::npos);
+  EXPECT_NE(stacks.find("InitPostgres"), std::string::npos);
 }
 
 TEST(ProfileServerTest, NoSuchPostmasterIsNotFound) {

@@ -91,6 +91,26 @@ TEST(PerfScriptOptionsTest, KernelFramesDroppedAndNamesShortened) {
   EXPECT_EQ(stacks->ToText(), "backend;[libc.so.6];ns::Scan;(anonymous namespace)::Spin 1\n");
 }
 
+// The kernel's frames are at the leaf end of a call chain: counted, so that a
+// reader can take the user-space part of the same sample.
+TEST(PerfScriptOptionsTest, KernelFramesAtTheLeafEndAreCounted) {
+  std::vector<PerfScriptSample> samples;
+  ASSERT_TRUE(ForEachPerfScriptRecord(kThreeSamples, {}, [&](PerfScriptSample&& s) { samples.push_back(std::move(s)); },
+                                      nullptr)
+                  .ok());
+  ASSERT_EQ(samples.size(), 3u);
+  EXPECT_EQ(samples[0].kernel_frames, 0u);
+  EXPECT_EQ(samples[2].kernel_frames, 1u) << "clear_page_erms";
+  EXPECT_EQ(samples[2].frames.back(), "clear_page_erms");
+  PerfScriptOptions drop;
+  drop.drop_kernel_frames = true;
+  samples.clear();
+  ASSERT_TRUE(ForEachPerfScriptRecord(kThreeSamples, drop, [&](PerfScriptSample&& s) { samples.push_back(std::move(s)); },
+                                      nullptr)
+                  .ok());
+  EXPECT_EQ(samples[2].kernel_frames, 0u) << "none left to count";
+}
+
 // Found by perf_script_fuzzer: short names could leave a leaf frame ending in
 // whitespace, which the folded text does not carry, so the text read back
 // differed from the stacks.

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -19,6 +20,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "profiling/internal/sample_file_header.h"
 #include "profiling/perf_record.h"
 #include "tests/lifecycle/child_processes.h"
 #include "tests/test_util/run_program.h"
@@ -209,6 +211,10 @@ TEST_F(PgCliTest, BadInputIsAUsageError) {
       {"pg", "--top=5"},
       {"pg", "--profile", "--conninfo=host=/x"},
       {"pg", "--profile", "--frequency=0"},
+      {"pg", "--profile=bogus"},
+      {"pg", "--profile=on,builtin"},
+      {"pg", "--profile=perf,perf"},
+      {"pg", "--profile=builtin", "--conninfo=host=/x", "--postmaster-pid=1"},
       {"pg", "--explain-phases", "--pg-versions=19"},
       {"pg", "--via=odyssey"},
       {"pg", "--via=pgbouncer,pgbouncer:session"},
@@ -237,6 +243,16 @@ TEST_F(PgCliTest, ExplainPhasesPrintsTheRulesOfEachVersionWithoutAServer) {
   ExpectNothingCreated();
 }
 
+// A profile of the JSON header, of a Small() run with a query: every server
+// sample in one phase row, init seen, every backend forked counted.
+void ExpectEveryServerSampleInOneRow(const nlohmann::json& profile) {
+  int64_t sum = 0;
+  for (const auto& [phase, samples] : profile["phases"].items()) sum += samples.get<int64_t>();
+  EXPECT_EQ(sum, profile["server_samples"].get<int64_t>()) << "every server sample is in one row";
+  EXPECT_GT(profile["phases"]["init"].get<int64_t>(), 0);
+  EXPECT_GE(profile["backends_forked"].get<int64_t>(), 22) << "20 measured + 2 warm-up connections";
+}
+
 TEST_F(PgCliTest, ProfileClassifiesEveryServerSampleAndWritesFlameGraphs) {
   if (absl::Status s = profiling::SystemWideRecordingAvailable(); !s.ok()) GTEST_SKIP() << s.message();
   const std::string out = dir_ + "/profile";
@@ -249,11 +265,7 @@ TEST_F(PgCliTest, ProfileClassifiesEveryServerSampleAndWritesFlameGraphs) {
   const nlohmann::json j = nlohmann::json::parse(test_util::ReadFile(dir_ + "/out.json"));
   const nlohmann::json& p = j["header"]["profiles"]["15/128MB"];
   ASSERT_TRUE(p.is_object()) << j["header"].dump();
-  int64_t sum = 0;
-  for (const auto& [phase, samples] : p["phases"].items()) sum += samples.get<int64_t>();
-  EXPECT_EQ(sum, p["server_samples"].get<int64_t>()) << "every server sample is in one row";
-  EXPECT_GT(p["phases"]["init"].get<int64_t>(), 0);
-  EXPECT_GE(p["backends_forked"].get<int64_t>(), 22) << "20 measured + 2 warm-up connections";
+  ExpectEveryServerSampleInOneRow(p);
   EXPECT_EQ(access((out + "/15-128MB/all.svg").c_str(), R_OK), 0);
   EXPECT_EQ(access((out + "/15-128MB/phases.folded").c_str(), R_OK), 0);
   ExpectNoServerLeft();
@@ -275,6 +287,70 @@ TEST_F(PgCliTest, InterruptWhilePerfRecordsLeavesNoPerfAndNoServer) {
   ASSERT_TRUE(code.has_value());
   EXPECT_TRUE(WIFEXITED(*code) && WEXITSTATUS(*code) == 130) << *code;
   ExpectNoServerLeft();  // no process mentions TMPDIR (perf's did), and TMPDIR is empty
+  EXPECT_TRUE(SegmentsCreatedBy(postmaster).empty()) << "the server's System V segment was left";
+}
+
+// The built-in sampler needs no perf; with perf at hand the same pass is
+// recorded by both and their rankings compared.
+TEST_F(PgCliTest, ProfileBuiltinClassifiesEveryServerSampleAndComparesWithPerf) {
+  const bool perf = profiling::SystemWideRecordingAvailable().ok();
+  const std::string out = dir_ + "/profile";
+  const test_util::RunResult r = Run(Small({"pg", perf ? "--profile=builtin,perf" : "--profile=builtin",
+                                            "--query=SELECT 1", "--out=" + out, "--json=" + dir_ + "/out.json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("15/128MB under the built-in sampler"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("recording cost: "), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(test_util::ReadFile(dir_ + "/out.json"));
+  const nlohmann::json& b = j["header"]["builtin_profiles"]["15/128MB"];
+  ASSERT_TRUE(b.is_object()) << j["header"].dump();
+  EXPECT_EQ(b["profiler"], "builtin");
+  ExpectEveryServerSampleInOneRow(b);
+  EXPECT_EQ(access((out + "/15-128MB-builtin/all.svg").c_str(), R_OK), 0);
+  EXPECT_EQ(access((out + "/15-128MB-builtin/phases.folded").c_str(), R_OK), 0);
+  if (perf) {
+    EXPECT_NE(r.out.find("15/128MB under perf"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("one pass recorded by both profilers"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("agreement: "), std::string::npos) << r.out;
+    EXPECT_EQ(j["header"]["profiles"]["15/128MB"]["profiler"], "perf");
+    const nlohmann::json& a = j["header"]["profile_agreement"]["15/128MB"];
+    ASSERT_TRUE(a.is_object()) << j["header"].dump();
+    EXPECT_LE(a["top_5_common"].get<int>(), 5);
+    EXPECT_LE(a["top_5_common"].get<int>(), a["top_10_common"].get<int>());
+    EXPECT_EQ(access((out + "/15-128MB/all.svg").c_str(), R_OK), 0);
+  }
+  ExpectNoServerLeft();
+}
+
+// The sample file's gate, read as the library reads it: 1 while a pass is
+// recorded. -1 if there is no such file (yet).
+int RecordingGate(const std::string& tmpdir) {
+  std::error_code ignored;
+  for (const auto& e : std::filesystem::directory_iterator(tmpdir, ignored)) {
+    std::ifstream in(e.path().string() + "/samples", std::ios::binary);
+    profiling::internal::SampleFileHeader header;
+    if (in.read(reinterpret_cast<char*>(&header), sizeof header)) return header.recording.load();
+  }
+  return -1;
+}
+
+TEST_F(PgCliTest, InterruptWhileTheBuiltinSamplerRecordsLeavesNothing) {
+  test_util::SpawnedTool tool({BACKENDLAB_CLI_PATH, "pg", "--profile=builtin", "--duration=1s", "--rounds=1",
+                               "--warmup=0", "--shared-buffers=128MB", "--out=" + dir_ + "/profile"},
+                              dir_);
+  const pid_t postmaster = WaitForProcessNamed("postgres", tool.pid());
+  ASSERT_NE(postmaster, 0) << "no server started";
+  bool recording = false;
+  for (int i = 0; i < 400 && !recording; ++i) {
+    recording = RecordingGate(tmpdir_) == 1;
+    if (!recording) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(recording) << "the recorded pass never started";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(kill(tool.pid(), SIGINT), 0);
+  const std::optional<int> code = tool.WaitFor(std::chrono::seconds(60));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_TRUE(WIFEXITED(*code) && WEXITSTATUS(*code) == 130) << *code;
+  ExpectNoServerLeft();  // no server process, and TMPDIR (sample file, library copy) empty
   EXPECT_TRUE(SegmentsCreatedBy(postmaster).empty()) << "the server's System V segment was left";
 }
 
