@@ -448,10 +448,37 @@ absl::StatusOr<SyscallCounters> SyscallCounters::Open(std::span<const std::strin
   return counters;
 }
 
+absl::StatusOr<SyscallCounters> SyscallCounters::OpenProcess(pid_t pid, std::span<const std::string_view> names) {
+  if (absl::Status s = PerfEventAvailability(PerfEvent::kSyscalls); !s.ok()) return s;
+  SyscallCounters counters;
+  counters.grouped_ = false;
+  std::vector<uint64_t> ids = {TracepointId()};
+  for (std::string_view name : names) {
+    const uint64_t id = SyscallTracepointId(name);
+    if (id == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("no tracepoint syscalls:sys_enter_", std::string(name), " on this kernel (not a system call name?)"));
+    }
+    counters.names_.emplace_back(name);
+    ids.push_back(id);
+  }
+  perf_event_attr attr;
+  std::memset(&attr, 0, sizeof attr);
+  attr.type = PERF_TYPE_TRACEPOINT;
+  for (uint64_t id : ids) {
+    attr.config = id;
+    const int fd = OpenCounter(attr, false, pid, /*inherit=*/true);
+    if (fd < 0) return UnavailableStatus(PerfEvent::kSyscalls, Probe{Outcome::kRefused, errno});
+    counters.fds_.push_back(fd);
+  }
+  return counters;
+}
+
 SyscallCounters::SyscallCounters(SyscallCounters&& other) noexcept
     : names_(std::exchange(other.names_, {})),
       fds_(std::exchange(other.fds_, {})),
-      read_index_(std::exchange(other.read_index_, -1)) {}
+      read_index_(std::exchange(other.read_index_, -1)),
+      grouped_(std::exchange(other.grouped_, true)) {}
 
 SyscallCounters& SyscallCounters::operator=(SyscallCounters&& other) noexcept {
   if (this != &other) {
@@ -459,6 +486,7 @@ SyscallCounters& SyscallCounters::operator=(SyscallCounters&& other) noexcept {
     names_ = std::exchange(other.names_, {});
     fds_ = std::exchange(other.fds_, {});
     read_index_ = std::exchange(other.read_index_, -1);
+    grouped_ = std::exchange(other.grouped_, true);
   }
   return *this;
 }
@@ -469,6 +497,15 @@ SyscallCounters::~SyscallCounters() {
 
 bool SyscallCounters::Read(Counts& out) const {
   if (fds_.empty()) return false;
+  if (!grouped_) {
+    out.by_kind.resize(fds_.size() - 1);
+    for (size_t i = 0; i < fds_.size(); ++i) {
+      const int64_t v = ReadCounter(fds_[i]);
+      if (v < 0) return false;
+      (i == 0 ? out.total : out.by_kind[i - 1]) = v;
+    }
+    return true;
+  }
   // PERF_FORMAT_GROUP with the times: nr, time enabled, time running, then
   // one value per counter, the leader first. Tracepoints are software
   // counters: never multiplexed, so the values need no scaling.
@@ -491,11 +528,13 @@ SyscallCounters::Counts SyscallCounters::Between(const Counts& begin, const Coun
 }
 
 void SyscallCounters::Between(const Counts& begin, const Counts& end, Counts& out) const {
-  out.total = end.total - begin.total - 1;
+  // Our own closing read() is in our own counts only (Open), never in another process's (OpenProcess).
+  const int64_t own = grouped_ ? 1 : 0;
+  out.total = end.total - begin.total - own;
   out.by_kind.resize(end.by_kind.size());
   for (size_t i = 0; i < out.by_kind.size(); ++i) {
     const int64_t before = i < begin.by_kind.size() ? begin.by_kind[i] : 0;
-    out.by_kind[i] = end.by_kind[i] - before - (static_cast<int>(i) == read_index_ ? 1 : 0);
+    out.by_kind[i] = end.by_kind[i] - before - (static_cast<int>(i) == read_index_ ? own : 0);
   }
 }
 

@@ -183,6 +183,13 @@ class SyscallCounters {
   // milliseconds while the kernel enables it).
   static absl::StatusOr<SyscallCounters> Open(std::span<const std::string_view> names);
 
+  // The same for another process `pid` and, inherited, every child it forks
+  // from now on (a postmaster and its backends: a child's counts join the
+  // parent's when the child exits, as PerfCounters::OpenProcess's do). One
+  // counter per kind, not a group, each read on its own: the target makes
+  // none of our reads, so Between() takes nothing out.
+  static absl::StatusOr<SyscallCounters> OpenProcess(pid_t pid, std::span<const std::string_view> names);
+
   SyscallCounters() = default;
   SyscallCounters(SyscallCounters&& other) noexcept;
   SyscallCounters& operator=(SyscallCounters&& other) noexcept;
@@ -205,6 +212,7 @@ class SyscallCounters {
   std::vector<std::string> names_;
   std::vector<int> fds_;  // fds_[0]: the group leader (all calls); then names_' order
   int read_index_ = -1;   // index of "read" in names_, or -1
+  bool grouped_ = true;   // false: OpenProcess's separate counters
 };
 
 // Test only: makes every perf_event_open in this file go through `fn` (nullptr
