@@ -12,6 +12,7 @@
 #include "base/interleaved.h"
 #include "base/resource_usage.h"
 #include "pgreal/internal/processes.h"
+#include "profiling/perf_events.h"
 #include "profiling/perf_record.h"
 
 namespace backendlab::pgreal {
@@ -41,6 +42,19 @@ absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninf
   profiling::PerfCounters counters;
   size_t baseline = 0;
   std::optional<internal::ProcessTotals> proc_before;
+  profiling::SyscallCounters syscalls;
+  profiling::SyscallCounters::Counts calls_before, calls_after;
+  bool counting_calls = false;
+  if (postmaster > 0 && !options.server_syscall_kinds.empty()) {
+    const std::vector<std::string_view> names(options.server_syscall_kinds.begin(), options.server_syscall_kinds.end());
+    absl::StatusOr<profiling::SyscallCounters> opened = profiling::SyscallCounters::OpenProcess(postmaster, names);
+    if (opened.ok()) {
+      syscalls = *std::move(opened);
+      counting_calls = syscalls.Read(calls_before);
+    } else {
+      target.server_syscalls_unavailable = std::string(opened.status().message());
+    }
+  }
   if (postmaster > 0) {
     baseline = internal::ChildrenOf(postmaster).size();
     if (options.server_counters) {
@@ -71,6 +85,7 @@ absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninf
   if (postmaster > 0) {
     WaitForBackendsToExit(postmaster, baseline);
     if (options.server_counters) counters.ReadAll(profiling::PerfCounters::PhaseEdge::kEnd, after);
+    if (counting_calls) counting_calls = syscalls.Read(calls_after);
     const std::optional<internal::ProcessTotals> proc_after = internal::ReadProcessTotals(postmaster);
     target.proc_available = proc_before && proc_after;
     if (target.proc_available) {
@@ -87,6 +102,18 @@ absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninf
       target.server_events[i] = std::max<int64_t>(target.server_events[i], 0) + (after[i] - before[i]);
     }
   }
+  // Counted only if every round could count.
+  target.server_syscall_kinds = options.server_syscall_kinds;
+  if (counting_calls && (target.rates.empty() || target.server_syscalls >= 0)) {
+    const profiling::SyscallCounters::Counts calls = syscalls.Between(calls_before, calls_after);
+    target.server_syscalls = std::max<int64_t>(target.server_syscalls, 0) + calls.total;
+    target.server_syscalls_by_kind.resize(calls.by_kind.size(), 0);
+    for (size_t k = 0; k < calls.by_kind.size(); ++k) target.server_syscalls_by_kind[k] += calls.by_kind[k];
+  } else {
+    target.server_syscalls = -1;
+    target.server_syscalls_by_kind.clear();
+  }
+  target.server_connections += result->connections + loop.warmup;
   target.rates.push_back(result->connections_per_second());
   target.loop.connect_ns.Merge(result->connect_ns);
   target.loop.connection_ns.Merge(result->connection_ns);
@@ -176,6 +203,15 @@ absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& 
   }
   if (Uses(options, Profiler::kPerf)) {
     if (absl::Status s = profiling::SystemWideRecordingAvailable(); !s.ok()) return s;
+  }
+  // Where the kernel counts system calls at all, a name it has no
+  // tracepoint for is a mistake; where it does not, every round says why.
+  if (profiling::PerfEventAvailability(profiling::PerfEvent::kSyscalls).ok()) {
+    for (const std::string& kind : options.server_syscall_kinds) {
+      if (!profiling::HasSyscallTracepoint(kind)) {
+        return absl::InvalidArgumentError(absl::StrCat("no system call ", kind, " to count (no tracepoint syscalls:sys_enter_", kind, ")"));
+      }
+    }
   }
   std::string pgbouncer;
   if (!options.via.empty()) {
@@ -267,6 +303,14 @@ absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& 
 }
 
 PgServers::~PgServers() { StopAll().IgnoreError(); }
+
+pid_t PgServers::postmaster_pid(size_t i) const {
+  return servers_.empty() ? options_.postmaster_pid : servers_[server_of_[i]]->postmaster_pid();
+}
+
+std::string PgServers::data_directory(size_t i) const {
+  return servers_.empty() ? std::string() : servers_[server_of_[i]]->data_directory();
+}
 
 absl::Status PgServers::Measure(size_t i) {
   PgTargetResult& target = result_.targets[i];

@@ -44,6 +44,10 @@ struct PgRunOptions {
   // perf_event_open counters on the postmaster, inherited by every backend it
   // forks during the run (off: to measure what counting costs).
   bool server_counters = true;
+  // System calls of the server counted by kind (syscalls:sys_enter_<name>
+  // tracepoints, inherited like the counters above), as the kernel spells
+  // them; empty: none. Names without a tracepoint are InvalidArgument.
+  std::vector<std::string> server_syscall_kinds;
   // --profile: after the rounds, two more loops per server: one unrecorded,
   // then one recorded by each profiler named (both: the same pass recorded
   // by both); their conn/s side by side are what the recording cost. perf:
@@ -75,6 +79,17 @@ struct PgTargetResult {
   // not counted (unavailable, off, or no postmaster to count).
   std::vector<int64_t> server_events;
   std::vector<std::string> server_events_unavailable;  // why, one line each
+  // The connections the server served while counted: the measured ones and
+  // every round's warm-up (the counters run from before the warm-up to after
+  // the last backend's exit). What its per-connection figures divide by.
+  int64_t server_connections = 0;
+  // PgRunOptions::server_syscall_kinds' counts, summed over the rounds, in
+  // its order; `server_syscalls` is every call; -1 where not counted (none
+  // asked for, no postmaster, or refused: server_syscalls_unavailable says why).
+  std::vector<std::string> server_syscall_kinds;
+  int64_t server_syscalls = -1;
+  std::vector<int64_t> server_syscalls_by_kind;
+  std::string server_syscalls_unavailable;
   // /proc/<postmaster>/stat deltas: the postmaster and every backend it reaped.
   bool proc_available = false;
   int64_t server_cpu_ns = 0;
@@ -117,6 +132,10 @@ class PgServers {
 
   size_t size() const { return result_.targets.size(); }
   const PgTargetResult& target(size_t i) const { return result_.targets[i]; }
+  // Target i's postmaster (options.postmaster_pid for --conninfo, 0 if none)
+  // and data directory ("" for --conninfo).
+  pid_t postmaster_pid(size_t i) const;
+  std::string data_directory(size_t i) const;
   // One measured loop against server i (options.loop), its figures added to
   // target(i). A server found dead is an error with its log's last lines.
   absl::Status Measure(size_t i);

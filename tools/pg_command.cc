@@ -325,21 +325,23 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
     const double rate = Summarize(t.rates).median;
     const Summary connect = t.loop.connect_ns.Summarize(1e-3);
     const int64_t n = t.loop.connections;
+    const int64_t served = t.server_connections;  // the warm-ups too: the server's counters ran through them
     auto event = [&](size_t i, double scale = 1) {
-      return t.server_events.size() > i ? PerConnection(t.server_events[i], n, scale) : Cell{};
+      return t.server_events.size() > i ? PerConnection(t.server_events[i], served, scale) : Cell{};
     };
     report.AddRow({t.label, t.installation.version, t.installation.build,
                    t.shared_buffers_bytes > 0 ? Cell{t.shared_buffers_bytes} : Cell{}, rate,
                    rate > 0 ? Cell{1e6 / rate} : Cell{}, connect.median, connect.p90, connect.p99,
                    PerConnection(t.loop.client.cpu_ns, n, 1e-3),
-                   t.proc_available ? PerConnection(t.server_cpu_ns, n, 1e-3) : Cell{}, event(0, 1e-3), event(1),
-                   t.proc_available ? PerConnection(t.server_minor_faults, n) : Cell{},
-                   t.proc_available ? PerConnection(t.server_major_faults, n) : Cell{}, event(2), event(3),
+                   t.proc_available ? PerConnection(t.server_cpu_ns, served, 1e-3) : Cell{}, event(0, 1e-3), event(1),
+                   t.proc_available ? PerConnection(t.server_minor_faults, served) : Cell{},
+                   t.proc_available ? PerConnection(t.server_major_faults, served) : Cell{}, event(2), event(3),
                    t.via.empty() ? Cell{} : Cell{t.via}, t.server_backends >= 0 ? Cell{t.server_backends} : Cell{},
-                   t.pooler_available ? PerConnection(t.pooler_cpu_ns, n, 1e-3) : Cell{}, n});
+                   t.pooler_available ? PerConnection(t.pooler_cpu_ns, served, 1e-3) : Cell{}, n});
   }
   report.PrintText(out);
-  out << "per connection; conn/s is the median of the rounds, the rest over every measured connection.\n"
+  out << "per connection; conn/s is the median of the rounds, connect and client CPU over the measured connections,\n"
+         "the server's and the pooler's over every connection they served while counted (the warm-ups too).\n"
          "server: the postmaster and every backend it forked in the run (perf counters inherited: task-clock,\n"
          "faults, ctx sw, syscalls; the kernel's own accounting of reaped children: server CPU, minor, major).\n";
   if (!options->via.empty()) {

@@ -1,0 +1,77 @@
+// RunPg against Debian's PostgreSQL 15: what the server's per-connection
+// figures divide by, and its system calls counted by kind.
+#include "pgreal/pg_run.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "pgreal/installation.h"
+#include "profiling/perf_events.h"
+
+namespace backendlab::pgreal {
+namespace {
+
+// Debian's 15, runnable here, on a kernel that counts system calls.
+class PgRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<Installation> installation = DefaultInstallation();
+    if (!installation.ok()) GTEST_SKIP() << installation.status().message();
+    if (geteuid() == 0 && getpwnam("postgres") == nullptr) {
+      GTEST_SKIP() << "running as root and there is no user postgres to run the server as";
+    }
+    if (absl::Status s = profiling::PerfEventAvailability(profiling::PerfEvent::kSyscalls); !s.ok()) {
+      GTEST_SKIP() << s.message();
+    }
+    installation_ = *installation;
+  }
+  Installation installation_;
+};
+
+TEST_F(PgRunTest, TheServerIsCountedOverEveryConnectionItServedAndItsCallsByKind) {
+  for (const char* name : {"clone", "openat"}) {
+    if (!profiling::HasSyscallTracepoint(name)) GTEST_SKIP() << "no syscalls:sys_enter_" << name << " tracepoint";
+  }
+  constexpr int64_t kConnections = 12, kWarmup = 3, kRounds = 2;
+  PgRunOptions options;
+  options.installations = {installation_};
+  options.shared_buffers = {int64_t{128} << 20};
+  options.loop.connections = kConnections;
+  options.loop.warmup = kWarmup;
+  options.rounds = kRounds;
+  options.server_syscall_kinds = {"clone", "openat"};
+  absl::StatusOr<PgResult> result = RunPg(options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->targets.size(), 1u);
+  const PgTargetResult& t = result->targets[0];
+  EXPECT_EQ(t.loop.connections, kRounds * kConnections);
+  EXPECT_EQ(t.server_connections, kRounds * (kConnections + kWarmup)) << "the warm-ups were served and counted too";
+  ASSERT_EQ(t.server_syscall_kinds, options.server_syscall_kinds);
+  ASSERT_EQ(t.server_syscalls_by_kind.size(), 2u) << t.server_syscalls_unavailable;
+  // The postmaster forks one backend per connection (fork() is clone on
+  // Linux) and nothing else with autovacuum off, the auxiliary processes
+  // already running.
+  EXPECT_EQ(t.server_syscalls_by_kind[0], t.server_connections) << "one clone per connection";
+  EXPECT_GT(t.server_syscalls_by_kind[1], t.server_connections) << "each backend opens files";
+  EXPECT_GT(t.server_syscalls, t.server_syscalls_by_kind[0] + t.server_syscalls_by_kind[1]);
+}
+
+TEST_F(PgRunTest, ASystemCallWithNoTracepointIsRefused) {
+  PgRunOptions options;
+  options.installations = {installation_};
+  options.shared_buffers = {int64_t{128} << 20};
+  options.loop.connections = 2;
+  options.rounds = 1;
+  options.server_syscall_kinds = {"no_such_call"};
+  absl::StatusOr<PgResult> result = RunPg(options);
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(result.status())) << result.status();
+  EXPECT_NE(result.status().message().find("no_such_call"), std::string::npos) << result.status();
+}
+
+}  // namespace
+}  // namespace backendlab::pgreal
