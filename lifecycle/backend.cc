@@ -2,6 +2,7 @@
 #include "lifecycle/backend.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include "base/compiler.h"
 #include "buffers/layout_dispatch.h"
 #include "catcache/catcache.h"
+#include "lifecycle/internal/weight_work.h"
 #include "base/resource_usage.h"
 #include "profiling/sampler.h"
 #include "profiling/perf_events.h"
@@ -192,6 +194,15 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
   if (!caches.ok()) return caches.status();
   phases.End(Phase::kInitCatcache);
 
+  // What a real backend's start-up does besides (the relcache init file,
+  // settings, authentication...), as the weight profile has it: nothing
+  // without one.
+  phases.Begin(Phase::kInitOther);
+  if (env.weight) {
+    if (absl::Status s = internal::RunPhaseWeight(*env.weight, env.weight->weight().startup); !s.ok()) return s;
+  }
+  phases.End(Phase::kInitOther);
+
   phases.Begin(Phase::kWork);
   for (int64_t i = 0; i < config.work_pins; ++i) {
     const BufferId b = WorkBuffer(record.sequence, i, config.shared_buffers.nbuffers);
@@ -209,6 +220,9 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
     const BufferId b = WorkBuffer(record.sequence, -1 - i, config.shared_buffers.nbuffers);
     if (absl::Status s = table->Pin(b); !s.ok()) return s;
     env.pool->SharedRefCount(b).fetch_add(1, std::memory_order_relaxed);
+  }
+  if (env.weight) {
+    if (absl::Status s = internal::RunPhaseWeight(*env.weight, env.weight->weight().work); !s.ok()) return s;
   }
   if (absl::Status s = Session(env, client_fd, phases, record); !s.ok()) return s;
 
@@ -231,6 +245,11 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
   phases.Begin(Phase::kTeardown);
   caches->reset();
   { T gone = *std::move(table); }
+  if (env.weight) {
+    if (absl::Status s = internal::RunPhaseWeight(*env.weight, env.weight->weight().exit); !s.ok()) return s;
+    // proc_exit's exit(): the handlers and destructors, measured here.
+    if (env.weight->weight().exit_path == ExitPath::kExit) internal::RunExitHandlers();
+  }
   phases.End(Phase::kTeardown);
   return absl::OkStatus();
 }
@@ -246,6 +265,11 @@ absl::StatusOr<BackendEnvironment> PrepareBackendEnvironment(const BackendConfig
   env.lookups = catcache::MakeFirstQueries(env.syscache, config.work_lookups);
   env.pool = pool;
   env.counter_events = config.counters;
+  if (config.weight) {
+    absl::StatusOr<std::shared_ptr<const internal::WeightSupport>> weight = internal::WeightSupport::Prepare(*config.weight);
+    if (!weight.ok()) return weight.status();
+    env.weight = *std::move(weight);
+  }
   if (config.count_syscalls) env.counter_events.push_back(profiling::PerfEvent::kSyscalls);
   // Probed here, once: every backend inherits the answers, so a refused event
   // costs a backend no failing perf_event_open in the phase being measured.

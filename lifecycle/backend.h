@@ -5,6 +5,9 @@
 #define BACKENDLAB_LIFECYCLE_BACKEND_H_
 
 #include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "buffers/exit_check.h"
@@ -14,11 +17,16 @@
 #include "catcache/first_queries.h"
 #include "catcache/syscache_profile.h"
 #include "lifecycle/backend_record.h"
+#include "lifecycle/backend_weight.h"
 #include "lifecycle/shared_pool.h"
 #include "profiling/perf_events.h"
 #include "waits/wait_set.h"
 
 namespace backendlab::lifecycle {
+
+namespace internal {
+class WeightSupport;
+}  // namespace internal
 
 struct BackendConfig {
   buffers::Layout layout = buffers::Layout::kHash;
@@ -36,6 +44,11 @@ struct BackendConfig {
   // for each with `wait` (fork mode; 0: none, the connection is pgbench -C's).
   int64_t queries = 0;
   waits::WaitStrategy wait = waits::WaitStrategy::kLongLived;
+  // What each backend does on top of its modelled structures so that it
+  // weighs what a real one weighs (--backend-profile; backend_weight.h).
+  // Fork mode only.
+  std::optional<BackendWeight> weight;
+  std::string weight_source;  // the file it came from, for reports
   // Fault injection for tests and demonstrations:
   int32_t leak_pins = 0;        // buffers each backend leaves pinned at exit
   int64_t kill_backend = -1;    // the backend with this sequence number SIGKILLs itself in `work`
@@ -54,6 +67,8 @@ struct BackendEnvironment {
   // set watches, and the postmaster's, which a backend closes first thing.
   int death_watch_fd = -1;
   int death_own_fd = -1;
+  // config.weight, prepared: its file, its libraries loaded, its CPU loop's rate.
+  std::shared_ptr<const internal::WeightSupport> weight;
 };
 
 absl::StatusOr<BackendEnvironment> PrepareBackendEnvironment(const BackendConfig& config, SharedPool* pool);

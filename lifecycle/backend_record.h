@@ -24,6 +24,7 @@ enum class Phase : int {
   kFork,          // accept -> the backend's first phase begins (postmaster's fork() + the child's start-up)
   kInitBuffers,   // the refcount table (InitBufferPoolAccess)
   kInitCatcache,  // the catalog caches (InitCatalogCache)
+  kInitOther,     // the rest of a real backend's start-up, as a weight profile has it (nothing without one)
   kWork,          // pins and catcache lookups
   kExitCheck,     // the buffer leak check, per policy (AtProcExit_Buffers)
   kTeardown,      // the backend's own frees and unmaps
@@ -31,12 +32,12 @@ enum class Phase : int {
 };
 inline constexpr NamedValue<Phase> kPhaseNames[] = {
     {Phase::kFork, "fork"},           {Phase::kInitBuffers, "init_buffers"}, {Phase::kInitCatcache, "init_catcache"},
-    {Phase::kWork, "work"},           {Phase::kExitCheck, "exit_check"},     {Phase::kTeardown, "teardown"},
-    {Phase::kReap, "reap"},
+    {Phase::kInitOther, "init_other"}, {Phase::kWork, "work"},               {Phase::kExitCheck, "exit_check"},
+    {Phase::kTeardown, "teardown"},   {Phase::kReap, "reap"},
 };
 inline constexpr auto kAllPhases = ValuesOf(kPhaseNames);
 inline constexpr int kNumPhases = static_cast<int>(std::size(kAllPhases));
-static_assert(kNumPhases == 7 && static_cast<int>(kAllPhases[kNumPhases - 1]) == kNumPhases - 1,
+static_assert(kNumPhases == 8 && static_cast<int>(kAllPhases[kNumPhases - 1]) == kNumPhases - 1,
               "kPhaseNames lists every Phase once, in enum order: phases index arrays");
 inline std::string_view PhaseName(Phase phase) { return NameOf(phase, kPhaseNames); }
 

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -228,6 +229,14 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
     return Errno("cannot fork the postmaster");
   }
   result.postmaster_pid = postmaster;
+  // Opened once the postmaster exists: it may accept a connection or two
+  // first, which `server.connections` then counts and these miss, a
+  // fraction of a warm-up's worth.
+  absl::StatusOr<profiling::SyscallCounters> server_syscalls = absl::UnavailableError("not asked for");
+  if (!options.server_syscall_kinds.empty()) {
+    std::vector<std::string_view> kinds(options.server_syscall_kinds.begin(), options.server_syscall_kinds.end());
+    server_syscalls = profiling::SyscallCounters::OpenProcess(postmaster, kinds);
+  }
   internal::ClientLoop clients(options, socket_path, results_read.get(), result);
   const absl::Status run = clients.Run();
   control_write.Reset();  // stop: the postmaster reaps its backends and exits
@@ -235,9 +244,24 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
   results_read.Reset();
   int status = 0;
   pid_t waited;
-  while ((waited = waitpid(postmaster, &status, 0)) < 0 && errno == EINTR) {
+  rusage usage{};
+  while ((waited = wait4(postmaster, &status, 0, &usage)) < 0 && errno == EINTR) {
   }
   if (waited < 0) return Errno("waitpid(postmaster)");
+  // wait4's figures hold the postmaster's own and those of every child it
+  // reaped.
+  result.server.cpu_ns = (int64_t{usage.ru_utime.tv_sec} + usage.ru_stime.tv_sec) * 1'000'000'000 +
+                         (int64_t{usage.ru_utime.tv_usec} + usage.ru_stime.tv_usec) * 1000;
+  result.server.minor_faults = usage.ru_minflt;
+  result.server.major_faults = usage.ru_majflt;
+  result.server.connections = clients.accepted();
+  if (server_syscalls.ok()) {
+    profiling::SyscallCounters::Counts counts;
+    if (server_syscalls->Read(counts)) {
+      result.server.syscalls = counts.total;
+      result.server.syscalls_by_kind = counts.by_kind;
+    }
+  }
   // The postmaster's own failure first: when it fails it also closes its
   // socket, so clients that try again meanwhile fail with ENOENT, a symptom.
   if (!postmaster_failure.ok()) return postmaster_failure;
@@ -277,6 +301,9 @@ absl::Status ValidateCycleOptions(const CycleOptions& o) {
     return absl::InvalidArgumentError("--kill-backend needs --mode=fork");
   }
   if (o.backend.queries < 0 || o.backend.queries > 1'000'000) return absl::InvalidArgumentError("--queries must be 0..10^6");
+  if (o.mode == Mode::kInproc && o.backend.weight) {
+    return absl::InvalidArgumentError("--backend-profile needs --mode=fork (its postmaster and exit parts are a process's)");
+  }
   if (o.mode == Mode::kInproc && o.backend.queries > 0) {
     return absl::InvalidArgumentError("--queries needs --mode=fork (a query is a round trip with a client)");
   }
@@ -301,6 +328,17 @@ void MergeRound(const CycleResult& round, CycleResult& total) {
   total.backends.Merge(round.backends);
   total.connect_latency_ns.Merge(round.connect_latency_ns);
   total.query_latency_ns.Merge(round.query_latency_ns);
+  total.server.cpu_ns += round.server.cpu_ns;
+  total.server.minor_faults += round.server.minor_faults;
+  total.server.major_faults += round.server.major_faults;
+  total.server.connections += round.server.connections;
+  if (round.server.syscalls >= 0) {
+    total.server.syscalls = std::max<int64_t>(total.server.syscalls, 0) + round.server.syscalls;
+    total.server.syscalls_by_kind.resize(round.server.syscalls_by_kind.size());
+    for (size_t i = 0; i < round.server.syscalls_by_kind.size(); ++i) {
+      total.server.syscalls_by_kind[i] += round.server.syscalls_by_kind[i];
+    }
+  }
   total.baseline_fork_ns.Merge(round.baseline_fork_ns);
   total.connections += round.connections;
   total.failed_connections += round.failed_connections;

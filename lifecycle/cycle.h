@@ -40,6 +40,10 @@ struct CycleOptions {
   // backend (fork mode) or this process (inproc), samples tagged with
   // SampleTagName()s. Unset: no timer, no handler, nothing to pay.
   std::optional<profiling::SamplerOptions> sampler;
+  // Fork mode: system calls of these kinds counted on the postmaster and,
+  // inherited, every backend it forks (as `pg` counts a real server's), for
+  // CycleResult::server. Empty: not counted.
+  std::vector<std::string> server_syscall_kinds;
   // Called now and then with a one-line status (for a progress line).
   std::function<void(const std::string&)> progress;
   // Called with every measured backend's record as it arrives (tests, and
@@ -73,6 +77,21 @@ struct CycleResult {
   // Fork mode: the postmaster's pid, to tell its samples (its fork() calls
   // are tagged `fork`) from the backends'.
   int32_t postmaster_pid = 0;
+  // Fork mode: the whole server as `pg` measures a real one — the
+  // postmaster and every backend it reaped (wait4 of the postmaster), over
+  // every connection it accepted, warm-up and bare forks included (set
+  // baseline_forks to 0 for a server's figures alone).
+  struct Server {
+    int64_t cpu_ns = 0;
+    int64_t minor_faults = 0;
+    int64_t major_faults = 0;
+    int64_t connections = 0;  // accepted: warm-up, measured and failed
+    // With server_syscall_kinds, where the kernel counts them: every call
+    // (-1 not counted) and each kind's.
+    int64_t syscalls = -1;
+    std::vector<int64_t> syscalls_by_kind;
+  };
+  Server server;
 };
 
 // Adds one run's figures and counts to `total` (one configuration's rounds

@@ -177,6 +177,7 @@ void ClientLoop::Read(Client& c) {
   c.got += static_cast<size_t>(n);
   if (c.sequence < 0 && c.got >= sizeof c.sequence) {
     std::memcpy(&c.sequence, c.greeting, sizeof c.sequence);
+    ++accepted_;
     // The measured part begins with the first measured connection's connect().
     if (!IsWarmup(c.sequence, options_.warmup) && (measure_start_ns_ < 0 || c.started_ns < measure_start_ns_)) {
       measure_start_ns_ = c.started_ns;

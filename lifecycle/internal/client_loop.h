@@ -31,6 +31,9 @@ class ClientLoop {
 
   // The postmaster closed its pipe before being told to stop.
   bool postmaster_gone() const { return postmaster_gone_; }
+  // Connections the postmaster named (sent a sequence number for): every
+  // one it accepted and forked a backend for, warm-up included.
+  int64_t accepted() const { return accepted_; }
 
  private:
   struct Client {
@@ -59,6 +62,7 @@ class ClientLoop {
   absl::Status postmaster_failure_;
   bool postmaster_gone_ = false;
   int64_t completed_ = 0;
+  int64_t accepted_ = 0;
   int64_t measure_start_ns_ = -1;  // the first measured connection's connect(); -1: none yet
   int64_t last_complete_ns_ = 0;
 };

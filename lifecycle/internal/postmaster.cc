@@ -26,6 +26,7 @@
 #include "lifecycle/internal/io.h"
 #include "lifecycle/internal/protocol.h"
 #include "lifecycle/internal/sample_slots.h"
+#include "lifecycle/internal/weight_work.h"
 
 namespace backendlab::lifecycle::internal {
 namespace {
@@ -134,6 +135,8 @@ void Postmaster::BackendChild(size_t slot, int client_fd, int sigfd) {
   sigprocmask(SIG_SETMASK, &all, nullptr);
   const absl::Status status = RunBackend(*c_.env, client_fd, record);
   if (!status.ok()) std::fprintf(stderr, "backendlab backend %d: %s\n", getpid(), std::string(status.message()).c_str());
+  // A weight profile's `exit` exit path ran libc's exit handlers at the end
+  // of teardown (RunExitHandlers): what is left of exit() is _exit.
   _exit(status.ok() ? 0 : 3);
 }
 
@@ -165,6 +168,8 @@ void Postmaster::Accept(int sigfd) {
     sample_slots_->Backend(slot)->Reset();
     profiling::SetSampleTag(static_cast<int32_t>(Phase::kFork));  // fork() is the fork phase's start
   }
+  // A weight profile's random bytes (PostgreSQL's cancel key) belong to the fork phase, as its rules have it.
+  if (c_.env->weight) WeightBeforeFork(*c_.env->weight);
   const pid_t pid = fork();
   if (pid == 0) BackendChild(slot, fd, sigfd);
   const int fork_error = errno;
@@ -234,6 +239,12 @@ void Postmaster::Main() {
   slot_used_.assign(c_.nslots, false);
   fork_parent_cost_.assign(c_.nslots, {});
   prctl(PR_SET_NAME, "postmaster");
+  if (c_.env->weight) {
+    if (absl::Status s = PreparePostmaster(*c_.env->weight); !s.ok()) {
+      std::fprintf(stderr, "backendlab postmaster: %s\n", std::string(s.message()).c_str());
+      _exit(1);
+    }
+  }
   if (c_.sampler) StartSampling();
 
   SendBaseline();

@@ -13,8 +13,8 @@ namespace {
 TEST(LifecycleNamesTest, PhasesInOrder) {
   std::vector<std::string> names;
   for (Phase p : kAllPhases) names.emplace_back(PhaseName(p));
-  EXPECT_EQ(names, (std::vector<std::string>{"fork", "init_buffers", "init_catcache", "work", "exit_check", "teardown",
-                                             "reap"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"fork", "init_buffers", "init_catcache", "init_other", "work", "exit_check",
+                                             "teardown", "reap"}));
 }
 
 TEST(LifecycleNamesTest, SampleTagsArePhasesThenTheirOwn) {
@@ -22,7 +22,7 @@ TEST(LifecycleNamesTest, SampleTagsArePhasesThenTheirOwn) {
   EXPECT_EQ(SampleTagName(kSampleTagWait), "wait");
   EXPECT_EQ(SampleTagName(kSampleTagPostmaster), "postmaster");
   EXPECT_EQ(SampleTagName(kSampleTagClient), "client");
-  EXPECT_EQ(SampleTagName(kNumSampleTags), "tag10");
+  EXPECT_EQ(SampleTagName(kNumSampleTags), "tag11");
   EXPECT_EQ(SampleTagName(-1), "tag-1");
 }
 

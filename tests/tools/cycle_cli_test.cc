@@ -221,7 +221,7 @@ TEST_F(CycleCliTest, SmallRunPrintsEveryPhaseAndExitsZero) {
   ASSERT_EQ(r.exit_code, 0) << "stderr: " << r.err;
   EXPECT_EQ(r.err, "");
   const std::vector<std::string> lines = Lines(r.out);
-  for (const char* phase : {"fork", "init_buffers", "init_catcache", "work", "exit_check", "teardown", "reap"}) {
+  for (const char* phase : {"fork", "init_buffers", "init_catcache", "init_other", "work", "exit_check", "teardown", "reap"}) {
     const std::string row = std::string(phase) + " ";
     EXPECT_EQ(std::count_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.rfind(row, 0) == 0; }), 1)
         << "one row for phase " << phase << ":\n" << r.out;
@@ -240,8 +240,8 @@ TEST_F(CycleCliTest, SmallRunPrintsEveryPhaseAndExitsZero) {
     phases.push_back(row.value("phase", ""));
     EXPECT_EQ(row.value("backends", -1), 10) << row.dump();
   }
-  EXPECT_EQ(phases, (std::vector<std::string>{"fork", "init_buffers", "init_catcache", "work", "exit_check",
-                                              "teardown", "reap"}));
+  EXPECT_EQ(phases, (std::vector<std::string>{"fork", "init_buffers", "init_catcache", "init_other", "work",
+                                              "exit_check", "teardown", "reap"}));
   ExpectTmpdirEmpty();
 }
 
