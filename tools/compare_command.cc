@@ -41,6 +41,7 @@ constexpr FlagSpec kFlags[] = {
     {"warmup", "5", "warm-up connections per configuration and round"},
     {"work-pins", "20", "pin+unpin pairs per backend"},
     {"work-lookups", "100", "catcache lookups per backend"},
+    {"backend-profile", "", "a backend weight profile (JSON, written by calibrate) for every mock configuration"},
     {"syscalls", "off", "count syscalls per phase: on or off"},
     {"with-pg", "off", "also a real PostgreSQL server per shared_buffers (Debian's 15), measured in the same rounds: on or off"},
     {"via", "", "with --with-pg: also through a pooler, pgbouncer[:session|:transaction][,...] (see pg)"},

@@ -38,6 +38,7 @@ constexpr FlagSpec kFlags[] = {
     {"work-lookups", "100", "catcache lookups per backend"},
     {"queries", "0", "request/response round trips each backend serves after \"ready\", in its work phase (fork mode)"},
     {"wait", "long-lived", "how a backend waits for each query: per-call, long-lived, cached or poll (see backendlab waits)"},
+    {"backend-profile", "", "a backend weight profile (JSON, written by calibrate): what each backend does on top of the model, to weigh what a real one weighs"},
     {"syscalls", "off", "count syscalls per phase (perf tracepoint; slows every backend's start): on or off"},
     {"counters", "", "perf events per phase, e.g. task-clock,context-switches,cycles (or sw, hw, all); each slows every backend's start"},
     {"leak-pins", "0", "plant a bug: pins each backend never releases"},

@@ -7,6 +7,7 @@
 #include "buffers/shared_buffers.h"
 #include "catcache/bucket_allocator.h"
 #include "catcache/syscache_profile.h"
+#include "lifecycle/backend_weight.h"
 #include "profiling/perf_events.h"
 #include "waits/wait_set.h"
 
@@ -112,6 +113,12 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
     o.connections = 0;
   } else if (!flags.Has("connections")) {
     o.connections = 500;
+  }
+  if (flags.Has("backend-profile")) {
+    absl::StatusOr<lifecycle::BackendWeight> weight = lifecycle::LoadBackendWeight(flags.Get("backend-profile"));
+    if (!weight.ok()) return absl::InvalidArgumentError(absl::StrCat("--backend-profile: ", weight.status().message()));
+    b.weight = *std::move(weight);
+    b.weight_source = flags.Get("backend-profile");
   }
   if (flags.Has("syscalls")) {
     absl::StatusOr<bool> on = flags.GetBool("syscalls");

@@ -29,7 +29,9 @@ std::string ConfigLine(const lifecycle::CycleOptions& o, bool with_configuration
                                         : absl::StrCat(o.duration_ms, " ms"),
                       " (+", o.warmup, " warm-up), work ", b.work_pins, " pins + ", b.work_lookups, " lookups",
                       b.queries > 0 ? absl::StrCat(" + ", b.queries, " queries (", std::string(waits::WaitStrategyName(b.wait)), " wait)")
-                                    : std::string());
+                                    : std::string(),
+                      b.weight ? absl::StrCat("; backend profile ", b.weight_source.empty() ? "(given)" : b.weight_source)
+                               : std::string());
 }
 
 nlohmann::json ConfigJson(const lifecycle::CycleOptions& o) {
@@ -48,6 +50,8 @@ nlohmann::json ConfigJson(const lifecycle::CycleOptions& o) {
           {"work_pins", b.work_pins},
           {"work_lookups", b.work_lookups},
           {"queries", b.queries},
+          {"backend_profile", b.weight ? nlohmann::json(b.weight_source) : nlohmann::json(nullptr)},
+          {"backend_weight", b.weight ? lifecycle::BackendWeightToJson(*b.weight) : nlohmann::json(nullptr)},
           {"wait", waits::WaitStrategyName(b.wait)},
           {"leak_pins", b.leak_pins},
           {"counters", [&] {
