@@ -25,115 +25,11 @@
 #include "tests/lifecycle/child_processes.h"
 #include "tests/test_util/run_program.h"
 #include "tests/tools/cli_fixture.h"
+#include "tests/tools/pg_cli_fixture.h"
 #include "tests/tools/spawned_tool.h"
 
 namespace backendlab::tools {
 namespace {
-
-bool HaveServer() { return access("/usr/lib/postgresql/15/bin/postgres", X_OK) == 0; }
-
-// Processes whose command line mentions `text` (a server's directory is on
-// its postmaster's command line).
-std::vector<pid_t> ProcessesMentioning(const std::string& text) {
-  std::vector<pid_t> found;
-  DIR* dir = opendir("/proc");
-  while (const dirent* e = dir != nullptr ? readdir(dir) : nullptr) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
-    std::stringstream s;
-    s << in.rdbuf();
-    if (s.str().find(text) != std::string::npos) found.push_back(std::atoi(e->d_name));
-  }
-  if (dir != nullptr) closedir(dir);
-  return found;
-}
-
-// The parent of `pid` (/proc/PID/stat's fourth field), 0 if unknown.
-pid_t ParentOf(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(in, line);
-  const size_t close = line.rfind(')');  // the command name may hold spaces and parentheses
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(line.substr(close + 1));
-  char state;
-  pid_t parent = 0;
-  rest >> state >> parent;
-  return parent;
-}
-
-// System V segments whose creator was `pid` (/proc/sysvipc/shm: key shmid
-// perms size cpid ...). A postmaster's segment must go with it.
-std::vector<int> SegmentsCreatedBy(pid_t pid) {
-  std::vector<int> found;
-  std::ifstream in("/proc/sysvipc/shm");
-  std::string line;
-  std::getline(in, line);  // the column names
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    long key = 0, shmid = 0, perms = 0, size = 0, cpid = 0;
-    if (fields >> key >> shmid >> perms >> size >> cpid && cpid == pid) found.push_back(static_cast<int>(shmid));
-  }
-  return found;
-}
-
-class PgCliTest : public CliTest {
- protected:
-  void SetUp() override {
-    CliTest::SetUp();
-    if (!HaveServer()) GTEST_SKIP() << "no PostgreSQL 15 server (tools/install-deps installs postgresql-15)";
-    // As root the server runs as `postgres`, which must reach its directory
-    // inside TMPDIR: traversable, not listable.
-    if (geteuid() == 0) {
-      ASSERT_EQ(chmod(dir_.c_str(), 0711), 0);
-      ASSERT_EQ(chmod(tmpdir_.c_str(), 0711), 0);
-    }
-  }
-  void ExpectNoServerLeft() {
-    ExpectTmpdirEmpty();
-    // The postmaster leaves with the tool; its backends may take a moment
-    // longer to notice.
-    for (int i = 0; i < 100 && !ProcessesMentioning(tmpdir_).empty(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    EXPECT_TRUE(ProcessesMentioning(tmpdir_).empty()) << "a server process outlived the tool";
-  }
-  // A child of the tool named `name` whose command line names the tool's
-  // directory: the postmaster ("postgres"; not initdb's, nor a backend,
-  // which rewrites its command line), "pgbouncer", "perf".
-  pid_t WaitForProcessNamed(const std::string& name, pid_t tool) {
-    for (int i = 0; i < 400; ++i) {
-      for (pid_t pid : ProcessesMentioning(tmpdir_)) {
-        std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-        std::string found;
-        comm >> found;
-        if (found == name && ParentOf(pid) == tool) return pid;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return 0;
-  }
-  // Starts the tool, waits for its server, interrupts the tool (^C): exit
-  // 130, and nothing of the server left.
-  void ExpectInterruptLeavesNothing(const std::vector<std::string>& argv, const std::string& also_wait_for = "") {
-    test_util::SpawnedTool tool(argv, dir_);
-    const pid_t postmaster = WaitForProcessNamed("postgres", tool.pid());
-    ASSERT_NE(postmaster, 0) << "no server started";
-    if (!also_wait_for.empty()) {
-      ASSERT_NE(WaitForProcessNamed(also_wait_for, tool.pid()), 0) << "no " << also_wait_for << " started";
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-    ASSERT_EQ(kill(tool.pid(), SIGINT), 0);
-    const std::optional<int> code = tool.WaitFor(std::chrono::seconds(60));
-    ASSERT_TRUE(code.has_value());
-    EXPECT_TRUE(WIFEXITED(*code) && WEXITSTATUS(*code) == 130) << *code;
-    ExpectNoServerLeft();
-    EXPECT_TRUE(SegmentsCreatedBy(postmaster).empty()) << "the server's System V segment was left";
-  }
-  std::vector<std::string> Small(std::vector<std::string> args) {
-    return WithDefaults(std::move(args), {"--connections=20", "--warmup=2", "--rounds=1", "--shared-buffers=128MB"});
-  }
-};
 
 TEST_F(PgCliTest, RunsARealServerAndReportsItsCostsPerConnection) {
   const test_util::RunResult r = Run(Small({"pg", "--shared-buffers=128MB,256MB", "--rounds=2", "--clients=2",
