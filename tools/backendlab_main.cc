@@ -16,6 +16,7 @@
 #include "base/fresh_allocations.h"
 #include "base/interrupt.h"
 #include "profiling/perf_record.h"
+#include "tools/calibrate_command.h"
 #include "tools/catcache_command.h"
 #include "tools/flags.h"
 #include "tools/cycle_command.h"
@@ -42,6 +43,8 @@ constexpr Command kCommands[] = {
      backendlab::tools::RunCycleCommand, backendlab::tools::CycleUsage},
     {"pg", "connect/disconnect loops against real PostgreSQL servers, the server's costs per connection",
      backendlab::tools::RunPgCommand, backendlab::tools::PgUsage},
+    {"calibrate", "fit a backend weight profile so that the mock weighs what a real PostgreSQL backend weighs",
+     backendlab::tools::RunCalibrateCommand, backendlab::tools::CalibrateUsage},
     {"profile", "call graphs of one configuration: sampler that follows backends, flame graphs, perf",
      backendlab::tools::RunProfileCommand, backendlab::tools::ProfileUsage},
     {"layouts", "compare the PrivateRefCount layouts (array, bytes, hash, hash-keys, array-touched)",

@@ -64,17 +64,6 @@ absl::Status CheckWritableDirectory(std::string_view flag, const std::string& pa
   return absl::OkStatus();
 }
 
-absl::Status CheckOutputFile(std::string_view flag, const std::string& path) {
-  std::error_code ec;
-  const std::filesystem::file_status st = std::filesystem::status(path, ec);
-  if (std::filesystem::is_directory(st)) return CannotWrite(flag, path, "is a directory");
-  if (std::filesystem::exists(st)) {
-    if (access(path.c_str(), W_OK) != 0) return CannotWrite(flag, path, std::strerror(errno));
-    return absl::OkStatus();
-  }
-  return CheckWritableDirectory(flag, path, ParentOf(path));
-}
-
 absl::Status CheckOutputDirectory(std::string_view flag, const std::string& path) {
   std::error_code ec;
   const std::filesystem::file_status st = std::filesystem::status(path, ec);
@@ -95,6 +84,17 @@ absl::Status WriteFile(const std::string& path, Write write) {
 }
 
 }  // namespace
+
+absl::Status CheckOutputFile(std::string_view flag, const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(st)) return CannotWrite(flag, path, "is a directory");
+  if (std::filesystem::exists(st)) {
+    if (access(path.c_str(), W_OK) != 0) return CannotWrite(flag, path, std::strerror(errno));
+    return absl::OkStatus();
+  }
+  return CheckWritableDirectory(flag, path, ParentOf(path));
+}
 
 absl::Status CheckOutputPaths(const Flags& flags, const std::string& default_out) {
   for (std::string_view flag : {"json", "csv", "svg"}) {

@@ -66,6 +66,9 @@ absl::Status WriteTextFile(const std::string& path, std::string_view text);
 // An error names the flag and the path (a run failure: exit 1).
 // `default_out`: the directory an --out left unsaid stands for, checked too.
 absl::Status CheckOutputPaths(const Flags& flags, const std::string& default_out = "");
+// The same check for one more file a command writes (calibrate's
+// --backend-profile), an error naming `flag`.
+absl::Status CheckOutputFile(std::string_view flag, const std::string& path);
 
 }  // namespace backendlab::tools
 

@@ -1,0 +1,450 @@
+// The fit: the real server measured and profiled, the mock weighed and
+// re-weighed until its groups cost what the real server's do, then both
+// side by side.
+#include "calibrate/calibration.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/interleaved.h"
+#include "base/interrupt.h"
+#include "base/summary.h"
+#include "buffers/shared_buffers.h"
+#include "lifecycle/cycle.h"
+#include "pgreal/pg_run.h"
+#include "profiling/perf_events.h"
+#include "profiling/perf_record.h"
+
+namespace backendlab::calibrate {
+namespace {
+
+size_t Index(Group g) { return static_cast<size_t>(g); }
+
+// How far the mock's exit may exceed the real one's before the fit gives
+// up libc's exit path (ChooseExitPath): the goal's 10 %.
+constexpr double kExitOvershoot = 0.10;
+
+// A real server's phase words (pgreal/phase_rules.h) by group; the words
+// not listed (postmaster_other, aux, unclaimed) are in no group.
+std::optional<Group> GroupOfRealPhase(std::string_view phase) {
+  if (phase == "accept" || phase == "fork" || phase == "startup" || phase == "auth" || phase == "init") return Group::kStartup;
+  if (phase == "work") return Group::kWork;
+  if (phase == "exit") return Group::kExit;
+  if (phase == "teardown" || phase == "reap") return Group::kKernelTeardown;
+  return std::nullopt;
+}
+
+// `syscalls` less the phase clocks' calls, once syscalls_by_kind is filled.
+void LeaveOutPhaseClocks(Weighing& w) {
+  if (w.syscalls < 0) return;
+  for (std::string_view k : kPhaseClockSyscalls) {
+    auto it = w.syscalls_by_kind.find(std::string(k));
+    if (it != w.syscalls_by_kind.end()) w.syscalls -= it->second;
+  }
+}
+
+void Shares(Weighing& w) {
+  double sum = 0;
+  for (double v : w.group_cpu_us) sum += v;
+  for (size_t g = 0; g < kNumGroups; ++g) w.group_share[g] = sum > 0 ? w.group_cpu_us[g] / sum : 0;
+}
+
+double Median(const std::vector<double>& v) { return Summarize(v).median; }
+
+// The real server's figures per connection it served (warm-ups included:
+// its counters ran through them), its groups from the profile.
+Weighing RealWeighing(const pgreal::PgTargetResult& t, const std::vector<double>& rates,
+                      const pgreal::ServerProfile& profile) {
+  Weighing w;
+  const double n = static_cast<double>(std::max<int64_t>(t.server_connections, 1));
+  w.connections_per_second = Median(rates);
+  w.cpu_us = static_cast<double>(t.server_cpu_ns) / n / 1e3;
+  w.minor_faults = static_cast<double>(t.server_minor_faults) / n;
+  if (t.server_syscalls >= 0) {
+    w.syscalls = static_cast<double>(t.server_syscalls) / n;
+    for (size_t k = 0; k < t.server_syscall_kinds.size() && k < t.server_syscalls_by_kind.size(); ++k) {
+      w.syscalls_by_kind[t.server_syscall_kinds[k]] = static_cast<double>(t.server_syscalls_by_kind[k]) / n;
+    }
+    LeaveOutPhaseClocks(w);
+  }
+  // A group's CPU: the server's CPU in the share of its samples that the
+  // group's phases hold.
+  const double all = static_cast<double>(std::max<int64_t>(profile.server_samples, 1));
+  for (const pgreal::PhaseSamples& p : profile.phases) {
+    if (std::optional<Group> g = GroupOfRealPhase(p.phase)) {
+      w.group_cpu_us[Index(*g)] += w.cpu_us * static_cast<double>(p.samples) / all;
+    }
+  }
+  Shares(w);
+  return w;
+}
+
+double Mean(const Histogram& h) {
+  return h.count() > 0 ? static_cast<double>(h.sum()) / static_cast<double>(h.count()) : 0;
+}
+
+double MeanUs(const Histogram& h) {
+  return h.count() > 0 ? static_cast<double>(h.sum()) / static_cast<double>(h.count()) / 1e3 : 0;
+}
+
+Weighing MockWeighing(const lifecycle::CycleResult& r, const std::vector<double>& rates,
+                      std::span<const std::string> kinds) {
+  using lifecycle::Phase;
+  Weighing w;
+  const double n = static_cast<double>(std::max<int64_t>(r.server.connections, 1));
+  w.connections_per_second = Median(rates);
+  w.cpu_us = static_cast<double>(r.server.cpu_ns) / n / 1e3;
+  w.minor_faults = static_cast<double>(r.server.minor_faults) / n;
+  if (r.server.syscalls >= 0) {
+    w.syscalls = static_cast<double>(r.server.syscalls) / n;
+    for (size_t k = 0; k < kinds.size() && k < r.server.syscalls_by_kind.size(); ++k) {
+      w.syscalls_by_kind[kinds[k]] = static_cast<double>(r.server.syscalls_by_kind[k]) / n;
+    }
+    LeaveOutPhaseClocks(w);
+  }
+  auto phase = [&](Phase p) { return MeanUs(r.backends.phases[static_cast<size_t>(p)].cpu_ns); };
+  w.group_cpu_us[Index(Group::kStartup)] =
+      phase(Phase::kFork) + phase(Phase::kInitBuffers) + phase(Phase::kInitCatcache) + phase(Phase::kInitOther);
+  w.group_cpu_us[Index(Group::kWork)] = phase(Phase::kWork);
+  w.group_cpu_us[Index(Group::kExit)] = phase(Phase::kExitCheck) + phase(Phase::kTeardown);
+  w.group_cpu_us[Index(Group::kKernelTeardown)] = phase(Phase::kReap);
+  auto faults = [&](Phase p) { return Mean(r.backends.phases[static_cast<size_t>(p)].minor_faults); };
+  w.group_minor_faults[Index(Group::kStartup)] =
+      faults(Phase::kFork) + faults(Phase::kInitBuffers) + faults(Phase::kInitCatcache) + faults(Phase::kInitOther);
+  w.group_minor_faults[Index(Group::kWork)] = faults(Phase::kWork);
+  w.group_minor_faults[Index(Group::kExit)] = faults(Phase::kExitCheck) + faults(Phase::kTeardown);
+  w.group_minor_faults[Index(Group::kKernelTeardown)] = faults(Phase::kReap);
+  Shares(w);
+  return w;
+}
+
+// The mock as a PostgreSQL 15 release build is: the hash refcount table,
+// no exit check, palloc0'd catalog caches of a recent syscache set, one
+// client as pg's loop has; no bare forks, so that the server's figures are
+// its connections' alone.
+lifecycle::CycleOptions MockOptions(const CalibrationOptions& o, int64_t shared_buffers,
+                                    const std::optional<lifecycle::BackendWeight>& weight,
+                                    const std::vector<std::string>& kinds) {
+  lifecycle::CycleOptions c;
+  c.mode = lifecycle::Mode::kFork;
+  c.backend.layout = buffers::Layout::kHash;
+  c.backend.exit_check = buffers::ExitCheckPolicy::kAssert;
+  c.backend.catcache = catcache::BucketStrategy::kPalloc0;
+  c.backend.syscache = "pg17";
+  c.backend.shared_buffers = buffers::SharedBuffers{static_cast<uint64_t>(shared_buffers),
+                                                    static_cast<uint32_t>(shared_buffers / buffers::kBlockSize)};
+  c.backend.weight = weight;
+  c.backend.weight_source = "calibrate";
+  c.connections = o.connections;
+  c.warmup = o.warmup;
+  c.baseline_forks = 0;
+  c.server_syscall_kinds = kinds;
+  return c;
+}
+
+// The files a backend of `data_dir` reads at start-up as its relcache
+// init files: the shared one and its database's (the newest, the one the
+// runs just wrote).
+int64_t RelcacheInitBytes(const std::string& data_dir) {
+  std::error_code ec;
+  int64_t bytes = 0;
+  const auto global = std::filesystem::path(data_dir) / "global" / "pg_internal.init";
+  if (std::filesystem::exists(global, ec)) bytes += static_cast<int64_t>(std::filesystem::file_size(global, ec));
+  std::filesystem::file_time_type newest{};
+  int64_t local = 0;
+  for (const auto& db : std::filesystem::directory_iterator(std::filesystem::path(data_dir) / "base", ec)) {
+    const auto f = db.path() / "pg_internal.init";
+    if (!std::filesystem::exists(f, ec)) continue;
+    const auto t = std::filesystem::last_write_time(f, ec);
+    if (local == 0 || t > newest) {
+      newest = t;
+      local = static_cast<int64_t>(std::filesystem::file_size(f, ec));
+    }
+  }
+  return bytes + local;
+}
+
+// Figures summed over the runs between two snapshots of a target.
+struct RealTotals {
+  int64_t cpu_ns = 0, minor_faults = 0, syscalls = -1, connections = 0;
+  std::vector<int64_t> by_kind;
+  std::vector<double> rates;
+};
+
+RealTotals Since(const pgreal::PgTargetResult& before, const pgreal::PgTargetResult& after) {
+  RealTotals t;
+  t.cpu_ns = after.server_cpu_ns - before.server_cpu_ns;
+  t.minor_faults = after.server_minor_faults - before.server_minor_faults;
+  if (after.server_syscalls >= 0) {
+    t.syscalls = after.server_syscalls - std::max<int64_t>(before.server_syscalls, 0);
+    t.by_kind.resize(after.server_syscalls_by_kind.size());
+    for (size_t k = 0; k < t.by_kind.size(); ++k) {
+      t.by_kind[k] = after.server_syscalls_by_kind[k] - (k < before.server_syscalls_by_kind.size() ? before.server_syscalls_by_kind[k] : 0);
+    }
+  }
+  t.rates.assign(after.rates.begin() + static_cast<std::ptrdiff_t>(before.rates.size()), after.rates.end());
+  t.connections = after.server_connections - before.server_connections;
+  return t;
+}
+
+Weighing RealFrom(const pgreal::PgTargetResult& shape, const RealTotals& t, const pgreal::ServerProfile& profile) {
+  pgreal::PgTargetResult r = shape;
+  r.server_cpu_ns = t.cpu_ns;
+  r.server_minor_faults = t.minor_faults;
+  r.server_syscalls = t.syscalls;
+  r.server_syscalls_by_kind = t.by_kind;
+  r.server_connections = t.connections;
+  return RealWeighing(r, t.rates, profile);
+}
+
+// libc's exit path runs the mock's own exit handlers too (the tool's
+// libraries and static destructors, which a PostgreSQL backend has no
+// counterpart of). Where, measured with the starting profile, they cost
+// more than the real backend's whole exit, the profile ends backends with
+// _exit instead and does the real exit's work as exit work: the handlers'
+// faults as pages touched, the real exit's CPU less what an unweighted
+// mock's exit already costs as exit.cpu_us (the fit then corrects both).
+// Returns the weighing the fit starts from: the starting profile's, its
+// exit as the new exit path would make it.
+Weighing ChooseExitPath(const Weighing& real, const Weighing& starting, const Weighing& unweighted,
+                        lifecycle::BackendWeight& w, std::vector<std::string>& notes) {
+  const size_t exit = Index(Group::kExit);
+  if (starting.group_cpu_us[exit] <= real.group_cpu_us[exit] * (1 + kExitOvershoot)) return starting;
+  notes.push_back(absl::StrFormat(
+      "exit path: the mock's exit() handlers made its exit cost %.0f us against the real backend's %.0f us; the "
+      "profile ends backends with _exit and does the real exit's work as exit work instead",
+      starting.group_cpu_us[exit], real.group_cpu_us[exit]));
+  w.exit_path = lifecycle::ExitPath::kUnderscoreExit;
+  w.exit.cpu_us = std::max(0.0, real.group_cpu_us[exit] - unweighted.group_cpu_us[exit]);
+  w.exit.touch_pages = std::max<int64_t>(
+      0, std::llround(starting.group_minor_faults[exit] - unweighted.group_minor_faults[exit]));
+  Weighing expected = starting;
+  expected.group_cpu_us[exit] = unweighted.group_cpu_us[exit] + w.exit.cpu_us;
+  Shares(expected);
+  return expected;
+}
+
+// One step of the fit: each knob moved by what is still missing. Pages and
+// system calls are added where the mock has fewer than the real server,
+// never taken away below zero; so is each group's CPU (a note says where
+// the mock already spends more).
+void Refit(const Weighing& real, const Weighing& mock, lifecycle::BackendWeight& w, std::vector<std::string>& notes,
+           bool last) {
+  const auto add_pages = static_cast<int64_t>(std::llround(real.minor_faults - mock.minor_faults));
+  w.startup.touch_pages = std::max<int64_t>(0, w.startup.touch_pages + add_pages);
+  if (last && w.startup.touch_pages == 0 && add_pages < 0) {
+    notes.push_back(absl::StrFormat("the mock faults %.0f more pages per connection than the real server", -add_pages));
+  }
+  for (std::string_view kind : lifecycle::kWeightSyscalls) {
+    const std::string k(kind);
+    auto r = real.syscalls_by_kind.find(k);
+    auto m = mock.syscalls_by_kind.find(k);
+    if (r == real.syscalls_by_kind.end() || m == mock.syscalls_by_kind.end()) continue;
+    const int64_t add = static_cast<int64_t>(std::llround(r->second - m->second));
+    const int64_t now = std::max<int64_t>(0, (w.startup.syscalls.count(k) ? w.startup.syscalls[k] : 0) + add);
+    if (now > 0) {
+      w.startup.syscalls[k] = now;
+    } else {
+      w.startup.syscalls.erase(k);
+    }
+  }
+  const std::pair<Group, lifecycle::PhaseWeight*> knobs[] = {
+      {Group::kStartup, &w.startup}, {Group::kWork, &w.work}, {Group::kExit, &w.exit}};
+  for (const auto& [g, phase] : knobs) {
+    const double missing = real.group_cpu_us[Index(g)] - mock.group_cpu_us[Index(g)];
+    phase->cpu_us = std::max(0.0, phase->cpu_us + missing);
+    if (last && phase->cpu_us == 0 && missing < 0) {
+      notes.push_back(absl::StrFormat("the mock's %s already costs %.0f us more than the real server's",
+                                      std::string(NameOf(g, kGroupNames)), -missing));
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> MappedLibraries(int pid) {
+  std::ifstream maps(absl::StrCat("/proc/", pid, "/maps"));
+  if (!maps) return absl::UnavailableError(absl::StrCat("cannot read /proc/", pid, "/maps"));
+  std::vector<std::string> libs;
+  std::set<std::string> seen;
+  for (std::string line; std::getline(maps, line);) {
+    const size_t slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    const std::string path = line.substr(slash);
+    const std::string name = std::filesystem::path(path).filename().string();
+    if (name.find(".so") == std::string::npos || name.rfind("ld-linux", 0) == 0) continue;
+    if (seen.insert(path).second) libs.push_back(path);
+  }
+  return libs;
+}
+
+absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
+  if (o.connections < 10 || o.connections > 1'000'000) return absl::InvalidArgumentError("--connections must be 10..10^6");
+  if (o.rounds < 1 || o.rounds > 100) return absl::InvalidArgumentError("--rounds must be 1..100");
+  if (o.iterations < 1 || o.iterations > 20) return absl::InvalidArgumentError("--iterations must be 1..20");
+  if (o.fit_shared_buffers < (int64_t{1} << 20)) return absl::InvalidArgumentError("the fit's shared_buffers must be at least 1MB");
+  if (absl::Status s = profiling::SystemWideRecordingAvailable(); !s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("calibrate needs perf for the real server's phases: ", s.message()));
+  }
+  InstallStopHandlers();
+  auto say = [&](const std::string& line) {
+    if (o.progress) o.progress(line);
+  };
+  const bool count_kinds = profiling::PerfEventAvailability(profiling::PerfEvent::kSyscalls).ok();
+  std::vector<std::string> kinds;
+  if (count_kinds) {
+    for (std::string_view k : kCountedSyscalls) {
+      if (profiling::HasSyscallTracepoint(k)) kinds.emplace_back(k);
+    }
+  }
+
+  // The real server: one per size, measured once each and profiled (the
+  // targets of the fit), kept running for the side-by-side.
+  pgreal::PgRunOptions real;
+  real.installations = {o.installation};
+  real.shared_buffers = {o.fit_shared_buffers};
+  if (o.check_shared_buffers > 0) real.shared_buffers.push_back(o.check_shared_buffers);
+  real.loop.connections = o.connections;
+  real.loop.warmup = o.warmup;
+  real.rounds = 1;
+  real.profilers = {pgreal::Profiler::kPerf};
+  real.profile_options.frequency_hz = o.perf_frequency_hz;
+  real.server_syscall_kinds = kinds;
+  real.server.max_connections = 10;
+  say("calibrate: starting the real server");
+  absl::StatusOr<std::unique_ptr<pgreal::PgServers>> servers = pgreal::PgServers::Start(real);
+  if (!servers.ok()) return servers.status();
+  pgreal::PgServers& pg = **servers;
+  const size_t fit = 0, check = 1;
+  const size_t sizes = pg.size();
+  for (size_t i = 0; i < sizes; ++i) {
+    say(absl::StrCat("calibrate: measuring ", pg.target(i).label));
+    if (absl::Status s = pg.Measure(i); !s.ok()) return s;
+  }
+  say("calibrate: profiling the real server (perf record)");
+  if (absl::Status s = pg.Profile(); !s.ok()) return s;
+  for (size_t i = 0; i < sizes; ++i) {
+    if (pg.target(i).profiles.empty()) return absl::InternalError(absl::StrCat(pg.target(i).label, ": no profile was recorded"));
+  }
+  const pgreal::PgTargetResult empty_target;
+  const Weighing real_target =
+      RealFrom(pg.target(fit), Since(empty_target, pg.target(fit)), pg.target(fit).profiles[0]);
+
+  CalibrationResult result;
+  result.server_label = pg.target(fit).label;
+  result.server_version = pg.target(fit).installation.version;
+  result.server_build = pg.target(fit).installation.build;
+
+  // The starting weight: what can be read off the real server.
+  lifecycle::BackendWeight& w = result.weight;
+  absl::StatusOr<std::vector<std::string>> libs = MappedLibraries(pg.postmaster_pid(fit));
+  if (!libs.ok()) return libs.status();
+  w.libraries = *libs;
+  const bool has_crypto =
+      std::any_of(w.libraries.begin(), w.libraries.end(), [](const std::string& l) { return l.find("libcrypto") != std::string::npos; });
+  // PostgreSQL draws each backend's cancel key (4 bytes) with
+  // pg_strong_random, OpenSSL's RAND_bytes in a build with OpenSSL.
+  w.random_bytes_per_fork = has_crypto ? 4 : 0;
+  w.exit_path = lifecycle::ExitPath::kExit;
+  w.startup.read_file_bytes = RelcacheInitBytes(pg.data_directory(fit));
+
+  // The mock unweighted, then weighed `iterations` times.
+  std::vector<double> rates;
+  auto run_mock = [&](int64_t size, const std::optional<lifecycle::BackendWeight>& weight,
+                      lifecycle::CycleResult& total, std::vector<double>& rate_list) -> absl::Status {
+    absl::StatusOr<lifecycle::CycleResult> r = lifecycle::RunCycle(MockOptions(o, size, weight, kinds));
+    if (!r.ok()) return r.status();
+    if (r->interrupted) return StoppedStatus();
+    const double wall = static_cast<double>(std::max<int64_t>(r->wall_ns, 1));
+    rate_list.push_back(static_cast<double>(r->connections) * 1e9 / wall);
+    lifecycle::MergeRound(*r, total);
+    return absl::OkStatus();
+  };
+  {
+    lifecycle::CycleResult unweighted;
+    std::vector<double> unweighted_rates;
+    say("calibrate: the mock, unweighted");
+    if (absl::Status s = run_mock(o.fit_shared_buffers, std::nullopt, unweighted, unweighted_rates); !s.ok()) return s;
+    const Weighing unweighted_weighing = MockWeighing(unweighted, unweighted_rates, kinds);
+    lifecycle::CycleResult starting;
+    std::vector<double> starting_rates;
+    say("calibrate: the mock with the starting profile");
+    if (absl::Status s = run_mock(o.fit_shared_buffers, w, starting, starting_rates); !s.ok()) return s;
+    Weighing mock =
+        ChooseExitPath(real_target, MockWeighing(starting, starting_rates, kinds), unweighted_weighing, w, result.notes);
+    for (int i = 0; i < o.iterations; ++i) {
+      Refit(real_target, mock, w, result.notes, i + 1 == o.iterations);
+      lifecycle::CycleResult weighed;
+      std::vector<double> weighed_rates;
+      say(absl::StrCat("calibrate: fit ", i + 1, "/", o.iterations));
+      if (absl::Status s = run_mock(o.fit_shared_buffers, w, weighed, weighed_rates); !s.ok()) return s;
+      mock = MockWeighing(weighed, weighed_rates, kinds);
+    }
+  }
+  w.fitted = {{"server", result.server_label},
+              {"server_version", result.server_version},
+              {"server_build", result.server_build},
+              {"shared_buffers_bytes", o.fit_shared_buffers},
+              {"connections", o.connections},
+              {"iterations", o.iterations},
+              {"real_cpu_us_per_connection", real_target.cpu_us},
+              {"real_minor_faults_per_connection", real_target.minor_faults}};
+
+  // The side-by-side: real and mock (weighed and not) at the fit's size and
+  // the check's, round robin.
+  const std::vector<pgreal::PgTargetResult> snapshot = [&] {
+    std::vector<pgreal::PgTargetResult> v;
+    for (size_t i = 0; i < sizes; ++i) v.push_back(pg.target(i));
+    return v;
+  }();
+  struct MockRun {
+    int64_t size;
+    std::optional<lifecycle::BackendWeight> weight;
+    lifecycle::CycleResult total;
+    std::vector<double> rates;
+  };
+  std::vector<MockRun> mocks = {{o.fit_shared_buffers, w, {}, {}}, {o.fit_shared_buffers, std::nullopt, {}, {}}};
+  if (sizes > 1) mocks.push_back({o.check_shared_buffers, w, {}, {}});
+  const size_t configs = sizes + mocks.size();
+  say("calibrate: real and mock side by side");
+  absl::Status status = RunInterleaved("calibrate", o.rounds, configs, [&](size_t i, int64_t) -> absl::Status {
+    if (i < sizes) return pg.Measure(i);
+    MockRun& m = mocks[i - sizes];
+    return run_mock(m.size, m.weight, m.total, m.rates);
+  });
+  if (!status.ok()) return status;
+  result.real_fit = RealFrom(pg.target(fit), Since(snapshot[fit], pg.target(fit)), pg.target(fit).profiles[0]);
+  result.mock_fit = MockWeighing(mocks[0].total, mocks[0].rates, kinds);
+  result.mock_unweighted = MockWeighing(mocks[1].total, mocks[1].rates, kinds);
+  if (sizes > 1) {
+    result.checked = true;
+    result.real_check =
+        RealFrom(pg.target(check), Since(snapshot[check], pg.target(check)), pg.target(check).profiles[0]);
+    result.mock_check = MockWeighing(mocks[2].total, mocks[2].rates, kinds);
+  }
+  absl::StatusOr<pgreal::PgResult> finished = pg.Finish();
+  if (!finished.ok()) return finished.status();
+  for (const auto& [kind, n] : result.real_fit.syscalls_by_kind) {
+    const bool makeable = std::find(std::begin(lifecycle::kWeightSyscalls), std::end(lifecycle::kWeightSyscalls), kind) !=
+                          std::end(lifecycle::kWeightSyscalls);
+    auto m = result.mock_fit.syscalls_by_kind.find(kind);
+    if (!makeable && m != result.mock_fit.syscalls_by_kind.end() && n > m->second + 0.5) {
+      result.notes.push_back(absl::StrFormat("%s: %.1f per connection in the real server, %.1f in the mock (a weight cannot make it)",
+                                             kind, n, m->second));
+    }
+  }
+  return result;
+}
+
+}  // namespace backendlab::calibrate

@@ -1,0 +1,110 @@
+// Calibration: a backend weight profile (lifecycle/backend_weight.h) fitted
+// so that the mock's backend weighs what a real PostgreSQL backend weighs on
+// the same machine — its CPU per connection and how that splits into the
+// phase groups, its page faults, its system calls by kind — then both
+// measured side by side, at the shared_buffers it was fitted on and at one
+// it was not. `backendlab calibrate` runs it; the profile it writes is the
+// whole state (`cycle --backend-profile=FILE` reproduces the fit).
+//
+// It composes lifecycle/ (the mock) and pgreal/ (the real server): the one
+// module that uses both.
+#ifndef BACKENDLAB_CALIBRATE_CALIBRATION_H_
+#define BACKENDLAB_CALIBRATE_CALIBRATION_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "base/names.h"
+#include "lifecycle/backend_weight.h"
+#include "pgreal/installation.h"
+
+namespace backendlab::calibrate {
+
+// The four groups a connection's server CPU is compared in. A real server's
+// phases (pgreal/phase_rules.h): start-up = accept, fork, startup, auth,
+// init; work = work; exit = exit (proc_exit and libc's exit handlers);
+// kernel teardown = teardown, reap. The mock's (lifecycle/): start-up =
+// fork, init_buffers, init_catcache, init_other; work = work; exit =
+// exit_check, teardown (libc's exit handlers and the libraries' destructors
+// included, with an `exit` exit path); kernel teardown = reap.
+// What neither has a group for (a real postmaster's other work, unclaimed
+// samples; the mock postmaster's own) is in the totals only.
+enum class Group { kStartup, kWork, kExit, kKernelTeardown };
+inline constexpr NamedValue<Group> kGroupNames[] = {
+    {Group::kStartup, "startup"}, {Group::kWork, "work"}, {Group::kExit, "exit"}, {Group::kKernelTeardown, "kernel_teardown"}};
+inline constexpr auto kAllGroups = ValuesOf(kGroupNames);
+inline constexpr size_t kNumGroups = std::size(kGroupNames);
+
+// One server's figures per connection, as the same run measured them.
+struct Weighing {
+  double connections_per_second = 0;  // median of the rounds
+  double cpu_us = 0;                  // the server's CPU (postmaster and backends) per connection
+  double minor_faults = 0;
+  double syscalls = -1;               // every call less kPhaseClockSyscalls; -1 where not counted
+  std::map<std::string, double> syscalls_by_kind;
+  std::array<double, kNumGroups> group_cpu_us{};  // per connection
+  std::array<double, kNumGroups> group_share{};   // of the four groups' sum, 0..1
+  // The mock's minor faults per backend by group, from its phase counters
+  // (a real server's are not split: 0).
+  std::array<double, kNumGroups> group_minor_faults{};
+};
+
+struct CalibrationOptions {
+  pgreal::Installation installation;  // the real server (Debian's 15 by default)
+  int64_t fit_shared_buffers = int64_t{128} << 20;
+  int64_t check_shared_buffers = int64_t{8} << 30;  // 0: no check
+  int64_t connections = 300;  // per measured run, real and mock alike
+  int64_t warmup = 20;
+  int64_t rounds = 3;         // of the final side-by-side, and of the real server's first measurement
+  int iterations = 3;         // of the fit
+  int perf_frequency_hz = 999;
+  std::function<void(const std::string&)> progress;
+};
+
+struct CalibrationResult {
+  lifecycle::BackendWeight weight;
+  std::string server_label;      // "15/128MB"
+  std::string server_version;    // postgres --version's
+  std::string server_build;
+  Weighing real_fit, mock_unweighted, mock_fit;  // at fit_shared_buffers, the side-by-side
+  bool checked = false;
+  Weighing real_check, mock_check;               // at check_shared_buffers, the same profile
+  // What the profile cannot do: a kind of system call the real backend makes
+  // more of than a weight can make, a group the mock already spends more on.
+  std::vector<std::string> notes;
+};
+
+// The system calls counted by kind on both servers: what a weight can make
+// (lifecycle::kWeightSyscalls) and the ones it cannot, reported beside them.
+inline constexpr std::string_view kCountedSyscalls[] = {
+    "openat", "close", "read", "lseek", "fstat", "newfstatat", "mmap", "munmap", "mprotect", "brk",
+    "rt_sigprocmask", "rt_sigaction", "getpid", "getrandom", "write", "sendto", "recvfrom", "clone", "wait4", "exit_group",
+    "clock_gettime", "getrusage",
+};
+
+// The mock's own phase clocks: CLOCK_PROCESS_CPUTIME_ID and getrusage at
+// every phase edge, ~32 calls a backend that a real one does not make.
+// Left out of both sides' `syscalls` (a weight does not fit them); they are
+// still in syscalls_by_kind.
+inline constexpr std::string_view kPhaseClockSyscalls[] = {"clock_gettime", "getrusage"};
+
+// Bad options are InvalidArgument; a server that cannot start, or perf
+// missing (the real server's phases come from perf record), is an error
+// naming why; Cancelled on a stop request. The real server is stopped and
+// removed on every path.
+absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& options);
+
+// The libraries a process has mapped (its /proc/PID/maps), the dynamic
+// loader and the vDSO left out, in load order: what a weight's
+// postmaster.libraries takes from a real postmaster.
+absl::StatusOr<std::vector<std::string>> MappedLibraries(int pid);
+
+}  // namespace backendlab::calibrate
+
+#endif  // BACKENDLAB_CALIBRATE_CALIBRATION_H_
