@@ -19,6 +19,9 @@ namespace backendlab::pgreal {
 namespace {
 
 constexpr int64_t kBackendExitTimeoutNs = 10'000'000'000;
+// How long a failed connection waits for the server's or the pooler's
+// death in progress before it is called a connection failure.
+constexpr int64_t kDeathGraceNs = 1'000'000'000;
 
 std::string SizeLabel(int64_t bytes) {
   if (bytes % (1LL << 30) == 0) return absl::StrCat(bytes >> 30, "GB");
@@ -321,10 +324,12 @@ absl::Status PgServers::Measure(size_t i) {
                                server.postmaster_pid(), pooler, target);
   if (!s.ok() && !absl::IsCancelled(s)) {
     // A failed connection because the server or the pooler died: say that,
-    // with its log.
-    if (absl::Status alive = server.CheckRunning(); !alive.ok()) return alive;
+    // with its log. A killed process's sockets close before it can be
+    // reaped, so its death may still be under way: a grace to see it.
+    const int64_t grace_ns = pooler != nullptr ? 0 : kDeathGraceNs;
+    if (absl::Status alive = server.CheckRunning(grace_ns); !alive.ok()) return alive;
     if (pooler != nullptr) {
-      if (absl::Status alive = pooler->CheckRunning(); !alive.ok()) return alive;
+      if (absl::Status alive = pooler->CheckRunning(kDeathGraceNs); !alive.ok()) return alive;
       return absl::Status(s.code(), absl::StrCat(target.label, ": ", s.message(), "; pgbouncer's log ends:",
                                                  pooler->LogTail(5), "\nthe server's:", server.LogTail(5)));
     }

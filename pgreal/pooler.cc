@@ -169,10 +169,10 @@ std::string Pooler::LogTail(int lines) const {
   return tail.empty() ? internal::FileTail(options_.directory + "/pgbouncer.out", lines) : tail;
 }
 
-absl::Status Pooler::CheckRunning() {
+absl::Status Pooler::CheckRunning(int64_t grace_ns) {
   if (pid_ <= 0) return absl::InternalError("pgbouncer is not running");
   int status;
-  if (waitpid(pid_, &status, WNOHANG) != pid_) return absl::OkStatus();
+  if (!internal::ReapedWithin(pid_, grace_ns, &status)) return absl::OkStatus();
   pid_ = 0;
   return absl::InternalError(absl::StrCat("pgbouncer died during the run (", internal::DescribeWaitStatus(status),
                                           "); its log ends:", LogTail()));

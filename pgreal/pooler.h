@@ -66,8 +66,9 @@ class Pooler {
   // Immediate shutdown (SIGTERM), SIGKILL after 10 s; the directory removed
   // unless `keep`. An error if it had died or would not stop.
   absl::Status Stop();
-  // OK while it runs; Internal with its log's last lines once it has died.
-  absl::Status CheckRunning();
+  // OK while it runs; Internal with its log's last lines once it has died;
+  // `grace_ns` as Server::CheckRunning's.
+  absl::Status CheckRunning(int64_t grace_ns = 0);
   // Drops every server connection it holds now (admin console: KILL, then
   // RESUME), so that the server's pooled backends exit and are reaped.
   absl::Status CloseServerConnections();

@@ -340,10 +340,10 @@ Server::~Server() { (void)Stop(); }
 
 std::string Server::LogTail(int lines) const { return internal::FileTail(dir_ + "/server.log", lines); }
 
-absl::Status Server::CheckRunning() {
+absl::Status Server::CheckRunning(int64_t grace_ns) {
   if (pid_ < 0) return absl::InternalError("the server is not running");
   int status;
-  if (waitpid(pid_, &status, WNOHANG) != pid_) return absl::OkStatus();
+  if (!internal::ReapedWithin(pid_, grace_ns, &status)) return absl::OkStatus();
   pid_ = -1;
   // Killed, it could not remove its System V segment; its children leave on
   // their own when they see it gone, and the segment goes with the last.

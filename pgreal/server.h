@@ -95,8 +95,10 @@ class Server {
   absl::Status Stop();
 
   // OK while the postmaster runs; Internal with its exit status and the last
-  // lines of its log once it has died.
-  absl::Status CheckRunning();
+  // lines of its log once it has died. `grace_ns`: after a failed
+  // connection, how long to wait for a death in progress (a killed process
+  // closes its sockets before its parent can reap it).
+  absl::Status CheckRunning(int64_t grace_ns = 0);
 
   pid_t postmaster_pid() const { return pid_; }
   // libpq's connection string: host (the socket directory or 127.0.0.1), port,

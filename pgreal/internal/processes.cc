@@ -247,6 +247,13 @@ bool WaitForExit(pid_t pid, int64_t timeout_ns, int* status) {
   }
 }
 
+bool ReapedWithin(pid_t pid, int64_t grace_ns, int* status) {
+  const int64_t end = NowNs() + grace_ns;
+  pid_t r;
+  while ((r = waitpid(pid, status, WNOHANG)) == 0 && NowNs() < end) usleep(10'000);
+  return r == pid;
+}
+
 std::string ConninfoValue(const std::string& value) {
   std::string quoted = "'";
   for (char c : value) {

@@ -58,6 +58,10 @@ absl::Status RunToEnd(const std::vector<std::string>& argv, const SpawnOptions& 
 // once it has (or when there is no such child to wait for).
 bool WaitForExit(pid_t pid, int64_t timeout_ns, int* status);
 
+// True and *status if the child `pid` has ended and is reaped now or
+// within `grace_ns` (0: now only); false while it runs (or is no child).
+bool ReapedWithin(pid_t pid, int64_t grace_ns, int* status);
+
 // A conninfo value in single quotes, as libpq reads them.
 std::string ConninfoValue(const std::string& value);
 

@@ -3,6 +3,7 @@
 #include "pgreal/pg_run.h"
 
 #include <pwd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "pgreal/installation.h"
+#include "pgreal/internal/processes.h"
 #include "profiling/perf_events.h"
 
 namespace backendlab::pgreal {
@@ -71,6 +73,23 @@ TEST_F(PgRunTest, ASystemCallWithNoTracepointIsRefused) {
   ASSERT_FALSE(result.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(result.status())) << result.status();
   EXPECT_NE(result.status().message().find("no_such_call"), std::string::npos) << result.status();
+}
+
+// A failed connection looks again for a death under way (a killed server
+// or pooler closes its sockets before it can be reaped): the grace finds a
+// child that ends within it, and no grace finds only one already ended.
+TEST(ReapedWithinTest, FindsAChildThatEndsWithinTheGrace) {
+  const pid_t child = fork();
+  if (child == 0) {
+    usleep(200'000);
+    _exit(7);
+  }
+  ASSERT_GT(child, 0);
+  int status = 0;
+  EXPECT_FALSE(internal::ReapedWithin(child, 0, &status)) << "still running";
+  ASSERT_TRUE(internal::ReapedWithin(child, 10'000'000'000, &status));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+  EXPECT_FALSE(internal::ReapedWithin(child, 0, &status)) << "reaped already: no child";
 }
 
 }  // namespace
