@@ -243,7 +243,7 @@ void Refit(const Weighing& real, const Weighing& mock, lifecycle::BackendWeight&
   const auto add_pages = static_cast<int64_t>(std::llround(real.minor_faults - mock.minor_faults));
   w.startup.touch_pages = std::max<int64_t>(0, w.startup.touch_pages + add_pages);
   if (last && w.startup.touch_pages == 0 && add_pages < 0) {
-    notes.push_back(absl::StrFormat("the mock faults %.0f more pages per connection than the real server", -add_pages));
+    notes.push_back(absl::StrFormat("the mock faults %d more pages per connection than the real server", -add_pages));
   }
   for (std::string_view kind : lifecycle::kWeightSyscalls) {
     const std::string k(kind);
