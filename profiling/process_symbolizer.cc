@@ -228,7 +228,8 @@ class ElfFunctions {
       }
       const std::string_view name = image.String(*strings, s.st_name);
       if (name.empty()) continue;
-      symbols_.push_back({s.st_value, s.st_value + s.st_size, ELF64_ST_BIND(s.st_info), std::string(name)});
+      symbols_.push_back(
+          {s.st_value, s.st_value + s.st_size, static_cast<unsigned char>(ELF64_ST_BIND(s.st_info)), std::string(name)});
     }
   }
 
