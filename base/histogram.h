@@ -36,6 +36,8 @@ class Histogram {
   int64_t min() const { return count_ > 0 ? min_ : 0; }
   int64_t max() const { return count_ > 0 ? max_ : 0; }
   int64_t sum() const { return sum_; }
+  // sum / count, exact (not from the buckets); 0 when empty.
+  double mean() const { return count_ > 0 ? static_cast<double>(sum_) / static_cast<double>(count_) : 0; }
   size_t buckets_used() const { return buckets_.size(); }
 
   // The value at quantile q (0..1), interpolated between the closest ranks as

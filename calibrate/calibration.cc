@@ -89,13 +89,6 @@ Weighing RealWeighing(const pgreal::PgTargetResult& t, const std::vector<double>
   return w;
 }
 
-double Mean(const Histogram& h) {
-  return h.count() > 0 ? static_cast<double>(h.sum()) / static_cast<double>(h.count()) : 0;
-}
-
-double MeanUs(const Histogram& h) {
-  return h.count() > 0 ? static_cast<double>(h.sum()) / static_cast<double>(h.count()) / 1e3 : 0;
-}
 
 Weighing MockWeighing(const lifecycle::CycleResult& r, const std::vector<double>& rates,
                       std::span<const std::string> kinds) {
@@ -112,13 +105,13 @@ Weighing MockWeighing(const lifecycle::CycleResult& r, const std::vector<double>
     }
     LeaveOutPhaseClocks(w);
   }
-  auto phase = [&](Phase p) { return MeanUs(r.backends.phases[static_cast<size_t>(p)].cpu_ns); };
+  auto phase = [&](Phase p) { return r.backends.phases[static_cast<size_t>(p)].cpu_ns.mean() / 1e3; };
   w.group_cpu_us[Index(Group::kStartup)] =
       phase(Phase::kFork) + phase(Phase::kInitBuffers) + phase(Phase::kInitCatcache) + phase(Phase::kInitOther);
   w.group_cpu_us[Index(Group::kWork)] = phase(Phase::kWork);
   w.group_cpu_us[Index(Group::kExit)] = phase(Phase::kExitCheck) + phase(Phase::kTeardown);
   w.group_cpu_us[Index(Group::kKernelTeardown)] = phase(Phase::kReap);
-  auto faults = [&](Phase p) { return Mean(r.backends.phases[static_cast<size_t>(p)].minor_faults); };
+  auto faults = [&](Phase p) { return r.backends.phases[static_cast<size_t>(p)].minor_faults.mean(); };
   w.group_minor_faults[Index(Group::kStartup)] =
       faults(Phase::kFork) + faults(Phase::kInitBuffers) + faults(Phase::kInitCatcache) + faults(Phase::kInitOther);
   w.group_minor_faults[Index(Group::kWork)] = faults(Phase::kWork);

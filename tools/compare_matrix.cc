@@ -181,10 +181,9 @@ Report CompareReport(const CompareMatrix& matrix) {
     // server side shows (the seed's 18 %). Means, so that the shares add up.
     {
       double all = 0;
-      for (const lifecycle::PhaseHistograms& p : c.merged.backends.phases) all += static_cast<double>(p.cpu_ns.sum()) / std::max<double>(1, static_cast<double>(p.cpu_ns.count()));
-      const Histogram& check = c.merged.backends.phases[static_cast<int>(lifecycle::Phase::kExitCheck)].cpu_ns;
-      const double mean = static_cast<double>(check.sum()) / std::max<double>(1, static_cast<double>(check.count()));
-      row.push_back(all > 0 ? Cell(100 * mean / all) : Cell(std::monostate{}));
+      for (const lifecycle::PhaseHistograms& p : c.merged.backends.phases) all += p.cpu_ns.mean();
+      const double check = c.merged.backends.phases[static_cast<int>(lifecycle::Phase::kExitCheck)].cpu_ns.mean();
+      row.push_back(all > 0 ? Cell(100 * check / all) : Cell(std::monostate{}));
     }
     row.push_back(s.phases[static_cast<int>(lifecycle::Phase::kTeardown)].wall_us.median);
     row.push_back(s.phases[static_cast<int>(lifecycle::Phase::kReap)].wall_us.median);

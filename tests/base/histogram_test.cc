@@ -86,6 +86,13 @@ TEST(HistogramTest, EmptyGivesZeros) {
   EXPECT_EQ(s.median, 0);
 }
 
+TEST(HistogramTest, MeanIsExactAndZeroWhenEmpty) {
+  Histogram h;
+  EXPECT_EQ(h.mean(), 0);
+  for (int64_t v : {1, 2, 1000003}) h.Record(v);
+  EXPECT_DOUBLE_EQ(h.mean(), 1000006.0 / 3);
+}
+
 TEST(HistogramTest, MergeEqualsRecordingEverythingInOne) {
   std::mt19937_64 rng(7);
   Histogram a, b, all;
