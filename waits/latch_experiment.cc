@@ -410,6 +410,13 @@ absl::Status ValidateLatchOptions(const LatchExperimentOptions& o) {
   }
   if (o.busy_sets < 100 || o.busy_sets > 100'000'000) return absl::InvalidArgumentError("busy sets must be 100..10^8");
   if (o.cpus.size() > 2) return absl::InvalidArgumentError("--cpus: at most two CPUs (one per process)");
+  // One CPU named twice would pin a busy owner beside its setter while the
+  // run believes they are apart: the busy measurement then never ends.
+  if (o.cpus.size() == 2 && o.cpus[0] == o.cpus[1]) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cpus: CPU ", o.cpus[0], " is named twice; for both processes on one CPU, give it once (--cpus=",
+                     o.cpus[0], ")"));
+  }
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return absl::OkStatus();

@@ -21,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
+#include "base/cpus.h"
 #include "base/interleaved.h"
 #include "base/resource_usage.h"
 #include "xlog/tracker_dispatch.h"
@@ -67,18 +68,6 @@ double Percentile(std::vector<uint32_t>& v, double q) {
 
 uint32_t ElapsedNs(int64_t t0, int64_t t1) {
   return static_cast<uint32_t>(std::clamp<int64_t>(t1 - t0, 0, std::numeric_limits<uint32_t>::max()));
-}
-
-// The CPUs this process may run on, in order.
-std::vector<int> AllowedCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
-  for (int i = 0; i < CPU_SETSIZE; ++i) {
-    if (CPU_ISSET(i, &set)) cpus.push_back(i);
-  }
-  return cpus;
 }
 
 bool PinTo(int cpu) {

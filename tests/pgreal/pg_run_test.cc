@@ -13,6 +13,7 @@
 #include "pgreal/installation.h"
 #include "pgreal/internal/processes.h"
 #include "profiling/perf_events.h"
+#include "tests/test_util/skip.h"
 
 namespace backendlab::pgreal {
 namespace {
@@ -22,12 +23,12 @@ class PgRunTest : public ::testing::Test {
  protected:
   void SetUp() override {
     absl::StatusOr<Installation> installation = DefaultInstallation();
-    if (!installation.ok()) GTEST_SKIP() << installation.status().message();
+    if (!installation.ok()) BACKENDLAB_SKIP(test_util::kNeedsPostgresql) << installation.status().message();
     if (geteuid() == 0 && getpwnam("postgres") == nullptr) {
-      GTEST_SKIP() << "running as root and there is no user postgres to run the server as";
+      BACKENDLAB_SKIP(test_util::kNeedsPostgresql) << "running as root and there is no user postgres to run the server as";
     }
     if (absl::Status s = profiling::PerfEventAvailability(profiling::PerfEvent::kSyscalls); !s.ok()) {
-      GTEST_SKIP() << s.message();
+      BACKENDLAB_SKIP(test_util::SyscallCountsNeed()) << s.message();
     }
     installation_ = *installation;
   }
@@ -36,7 +37,9 @@ class PgRunTest : public ::testing::Test {
 
 TEST_F(PgRunTest, TheServerIsCountedOverEveryConnectionItServedAndItsCallsByKind) {
   for (const char* name : {"clone", "openat"}) {
-    if (!profiling::HasSyscallTracepoint(name)) GTEST_SKIP() << "no syscalls:sys_enter_" << name << " tracepoint";
+    if (!profiling::HasSyscallTracepoint(name)) {
+      BACKENDLAB_SKIP(test_util::kNeedsTracefs) << "no syscalls:sys_enter_" << name << " tracepoint in this kernel";
+    }
   }
   constexpr int64_t kConnections = 12, kWarmup = 3, kRounds = 2;
   PgRunOptions options;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/test_util/skip.h"
 
 namespace backendlab::profiling {
 namespace {
@@ -235,7 +236,7 @@ TEST_F(PerfEventsTest, FallsBackToUserModeAndRemembersIt) {
   EXPECT_TRUE(BeginsWith(Message(switches), "context-switches: unavailable: perf_event_open refused (EACCES)"));
   if (!task_clock.ok()) {
     EXPECT_FALSE(internal::UnavailableReason(task_clock).empty()) << task_clock;
-    GTEST_SKIP() << "the kernel refuses even user-mode counting here: " << task_clock.message();
+    BACKENDLAB_SKIP(test_util::kNeedsPerf) << "the kernel refuses even user-mode counting here: " << task_clock.message();
   }
   g_calls = 0;
   PerfCounters counters = PerfCounters::Open(std::vector<PerfEvent>{PerfEvent::kTaskClock});
@@ -318,7 +319,7 @@ TEST_F(PerfEventsTest, TaskClockAndPageFaultsCountFreshPages) {
 // forked, must hold every child's faults once they have been reaped.
 TEST_F(PerfEventsTest, OpenProcessCountsChildrenForkedAfterTheOpen) {
   if (!PerfEventAvailability(PerfEvent::kPageFaults).ok()) {
-    GTEST_SKIP() << PerfEventAvailability(PerfEvent::kPageFaults).message();
+    BACKENDLAB_SKIP(test_util::kNeedsPerf) << PerfEventAvailability(PerfEvent::kPageFaults).message();
   }
   constexpr size_t kPages = 64;
   constexpr int kChildren = 4;
@@ -401,7 +402,7 @@ TEST_F(PerfEventsTest, SyscallsBetweenReadAllsHoldOneRead) {
   if (!available.ok()) {
     EXPECT_EQ(counters.Read(PerfEvent::kSyscalls), -1);
     EXPECT_FALSE(internal::UnavailableReason(available).empty()) << available;
-    GTEST_SKIP() << available.message();
+    BACKENDLAB_SKIP(test_util::SyscallCountsNeed()) << available.message();
   }
   std::vector<int64_t> begin(events.size()), end(events.size());
   counters.ReadAll(PerfCounters::PhaseEdge::kBegin, begin);
@@ -419,7 +420,7 @@ TEST_F(PerfEventsTest, SyscallCountersCountEachKindExactly) {
   const absl::Status available = PerfEventAvailability(PerfEvent::kSyscalls);
   if (!available.ok()) {
     EXPECT_TRUE(absl::IsUnavailable(counters.status())) << counters.status();
-    GTEST_SKIP() << available.message();
+    BACKENDLAB_SKIP(test_util::SyscallCountsNeed()) << available.message();
   }
   ASSERT_TRUE(counters.ok()) << counters.status();
   EXPECT_EQ(counters->names(), (std::vector<std::string>{"getppid", "read", "getpid"}));

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "tests/test_util/run_program.h"
 #include "tests/test_util/temp_dir.h"
+#include "tests/test_util/skip.h"
 
 namespace backendlab::profiling {
 namespace {
@@ -80,10 +81,12 @@ class RecordSystemWideTest : public test_util::TempDirTest {
  protected:
   void SetUp() override {
     test_util::TempDirTest::SetUp();
-    if (std::system("command -v perf >/dev/null 2>&1") != 0) GTEST_SKIP() << "perf is not installed";
+    if (std::system("command -v perf >/dev/null 2>&1") != 0) {
+      BACKENDLAB_SKIP(test_util::kNeedsPerf) << "perf is not installed (apt-get install linux-perf)";
+    }
     const std::optional<int> paranoid = PerfEventParanoid();
     if (geteuid() != 0 && (!paranoid || *paranoid > 0)) {
-      GTEST_SKIP() << "perf record -a needs root or kernel.perf_event_paranoid <= 0";
+      BACKENDLAB_SKIP(test_util::kNeedsRoot) << "perf record -a needs root or kernel.perf_event_paranoid <= 0";
     }
   }
   SystemWideRecordOptions Options() const {

@@ -13,6 +13,7 @@
 #include "tests/lifecycle/child_processes.h"
 #include "tests/tools/cli_fixture.h"
 #include "tests/tools/pg_cli_fixture.h"
+#include "tests/test_util/skip.h"
 #include "tools/report.h"
 
 namespace backendlab::tools {
@@ -60,7 +61,7 @@ class CalibrateServerTest : public PgCliTest {
   void SetUp() override {
     PgCliTest::SetUp();
     if (IsSkipped()) return;
-    if (absl::Status s = profiling::SystemWideRecordingAvailable(); !s.ok()) GTEST_SKIP() << s.message();
+    if (absl::Status s = profiling::SystemWideRecordingAvailable(); !s.ok()) BACKENDLAB_SKIP(test_util::PerfRecordNeed(s)) << s.message();
   }
 };
 

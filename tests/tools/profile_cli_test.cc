@@ -18,6 +18,7 @@
 #include "profiling/perf_record.h"
 #include "tests/lifecycle/child_processes.h"
 #include "tests/tools/cli_fixture.h"
+#include "tests/test_util/skip.h"
 
 namespace backendlab::tools {
 namespace {
@@ -157,7 +158,7 @@ TEST_F(ProfileCliTest, MissingPerfSaysHowToGetItAndKeepsTheBuiltInProfile) {
 // perf itself, where it is installed and allowed: its stacks are folded the
 // same way, side by side with the sampler's.
 TEST_F(ProfileCliTest, PerfRunsTheSameWorkloadSideBySide) {
-  if (const std::string why = PerfUnusable(dir_); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string why = PerfUnusable(dir_); !why.empty()) BACKENDLAB_SKIP(test_util::kNeedsPerf) << why;
   const RunResult r = Profile({"--perf"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   absl::StatusOr<profiling::FoldedStacks> perf = profiling::FoldedStacks::Parse(ReadFile(dir_ + "/out/perf.folded"));
@@ -218,7 +219,7 @@ class ProfileKillTest : public ProfileCliTest, public ::testing::WithParamInterf
 // --duration ended. Whatever kills it now, nothing of the run outlives it
 // by more than a short grace, and TMPDIR is empty.
 TEST_P(ProfileKillTest, DuringPerfLeavesNothingBehind) {
-  if (const std::string why = PerfUnusable(dir_); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string why = PerfUnusable(dir_); !why.empty()) BACKENDLAB_SKIP(test_util::kNeedsPerf) << why;
   const Kill kill_how = GetParam();
   // The workload runs 12 s under perf; the grace is shorter, so that an
   // orphan left to finish on its own is found.

@@ -79,6 +79,7 @@ TEST_F(WaitsCliTest, BadInputIsOneLineAndExitTwo) {
       {"latch", "--duration=2h"},
       {"latch", "--cpus=0,1,0"},
       {"latch", "--cpus=4096"},
+      {"latch", "--cpus=0,0"},
       {"latch", "--cpus=x"},
       {"latch", "--syscalls=maybe"},
       {"latch", "--pairs=2"},

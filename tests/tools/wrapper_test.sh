@@ -8,7 +8,7 @@
 set -euo pipefail
 root="$1" preset="$2" binary="$3"
 if [ ! "$root/build/$preset/tools/backendlab" -ef "$binary" ]; then
-  echo "skipped: $binary is not the $preset preset's binary" >&2
+  echo "needs a preset's build: $binary is not the $preset preset's binary"
   exit 77
 fi
 work="$(mktemp -d)"

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "waits/latch_dispatch.h"
 #include "waits/postmaster_death.h"
+#include "tests/test_util/skip.h"
 
 namespace backendlab::waits {
 namespace {
@@ -348,7 +349,7 @@ TYPED_TEST(LatchTest, AWakeUpThatLandsAfterDisownIsHarmless) {
   int signo = 0;
   if constexpr (L::kKind == LatchKind::kSelfpipeSelect || L::kKind == LatchKind::kSelfpipePoll) signo = SIGUSR1;
   if constexpr (L::kKind == LatchKind::kSignalfdEpoll) signo = SIGURG;
-  if (signo == 0) GTEST_SKIP() << "this latch's SetLatch sends no signal";
+  if (signo == 0) BACKENDLAB_SKIP("a latch that signals") << "this latch's SetLatch sends no signal";
   Shared<typename L::Shared> shared;
   ASSERT_TRUE(L::InitShared(*shared).ok());
   const pid_t child = Fork([&] {

@@ -18,6 +18,7 @@
 #include "waits/postmaster_death.h"
 #include "waits/signalfd_epoll_latch.h"
 #include "waits/wait_dispatch.h"
+#include "tests/test_util/skip.h"
 
 namespace backendlab::waits {
 namespace {
@@ -125,8 +126,8 @@ std::optional<Calls> Count(Fn fn) {
 
 #define SKIP_UNLESS_COUNTED(calls)                                                                    \
   if (!(calls)) {                                                                                     \
-    GTEST_SKIP() << "system calls cannot be counted here: "                                           \
-                 << profiling::PerfEventAvailability(profiling::PerfEvent::kSyscalls).message();      \
+    BACKENDLAB_SKIP(test_util::SyscallCountsNeed())                                                \
+        << profiling::PerfEventAvailability(profiling::PerfEvent::kSyscalls).message();               \
   }
 
 // What each strategy costs per wait, exactly. Three cases: nothing there
