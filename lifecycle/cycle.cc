@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/interrupt.h"
 #include "base/names.h"
+#include "base/private_dir.h"
 #include "base/resource_usage.h"
 #include "base/unique_fd.h"
 #include "lifecycle/internal/client_loop.h"
@@ -40,31 +41,23 @@ absl::Status Errno(std::string_view what) {
   return absl::UnavailableError(absl::StrCat(std::string(what), ": ", std::strerror(errno)));
 }
 
-// The run's private directory under $TMPDIR, removed with the socket in it
-// when this goes, on every path. (The sample file is unlinked at once.)
+// The run's private directory under $TMPDIR (base/private_dir.h), removed
+// with the socket in it when this goes, on every path. (The sample file is
+// unlinked at once.)
 class TempDir {
  public:
   static absl::StatusOr<TempDir> Create() {
-    const char* tmp = getenv("TMPDIR");
-    std::string dir = absl::StrCat(tmp && *tmp ? tmp : "/tmp", "/backendlab.XXXXXX");
-    if (mkdtemp(dir.data()) == nullptr) return Errno(absl::StrCat("cannot create a temporary directory ", dir));
-    return TempDir(std::move(dir));
-  }
-  TempDir(TempDir&& other) noexcept : path_(std::exchange(other.path_, {})) {}
-  TempDir& operator=(TempDir&&) = delete;
-  TempDir(const TempDir&) = delete;
-  ~TempDir() {
-    if (path_.empty()) return;
-    unlink(SocketPath().c_str());  // in case the postmaster died before it could
-    rmdir(path_.c_str());
+    absl::StatusOr<PrivateDir> dir = PrivateDir::Make("backendlab");
+    if (!dir.ok()) return dir.status();
+    return TempDir(std::move(*dir));
   }
 
-  const std::string& path() const { return path_; }
-  std::string SocketPath() const { return path_ + "/postmaster.sock"; }
+  const std::string& path() const { return dir_.path(); }
+  std::string SocketPath() const { return path() + "/postmaster.sock"; }
 
  private:
-  explicit TempDir(std::string path) : path_(std::move(path)) {}
-  std::string path_;
+  explicit TempDir(PrivateDir dir) : dir_(std::move(dir)) {}
+  PrivateDir dir_;
 };
 
 // The tool profiling itself while it runs backends in-process: one buffer,

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "base/private_dir.h"
 #include "pgreal/phase_rules.h"
 #include "profiling/perf_record.h"
 #include "profiling/process_symbolizer.h"
@@ -111,22 +112,6 @@ class ProfileBuilder {
   std::vector<std::string> rooted_;
 };
 
-// Removes a directory ProfileServer made, on every path.
-class OwnedDir {
- public:
-  explicit OwnedDir(std::string path) : path_(std::move(path)) {}
-  ~OwnedDir() {
-    if (!path_.empty()) {
-      std::error_code ignored;
-      std::filesystem::remove_all(path_, ignored);
-    }
-  }
-  OwnedDir(const OwnedDir&) = delete;
-  OwnedDir& operator=(const OwnedDir&) = delete;
-
- private:
-  std::string path_;
-};
 
 }  // namespace
 
@@ -187,16 +172,13 @@ absl::StatusOr<ServerProfile> ProfileServer(pid_t postmaster, const ServerProfil
   }
   const absl::flat_hash_map<int64_t, std::string> aux_roles = AuxiliaryProcesses(postmaster);
   std::string dir = options.work_dir;
-  std::string made;
+  PrivateDir made;  // removed on every path
   if (dir.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/backendlab-pgprofile.XXXXXX");
-    if (mkdtemp(pattern.data()) == nullptr) {
-      return absl::UnavailableError(absl::StrCat("mkdtemp ", pattern, ": ", std::strerror(errno)));
-    }
-    dir = made = pattern;
+    absl::StatusOr<PrivateDir> made_now = PrivateDir::Make("backendlab-pgprofile");
+    if (!made_now.ok()) return made_now.status();
+    made = std::move(*made_now);
+    dir = made.path();
   }
-  const OwnedDir cleanup(made);
   profiling::SystemWideRecordOptions record;
   record.work_dir = dir;
   record.frequency_hz = options.frequency_hz;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/private_dir.h"
 #include "base/resource_usage.h"
 
 // glibc: runs the exit handlers registered for `dso` (every one for NULL).
@@ -130,16 +131,12 @@ RandBytesFn g_rand_bytes = nullptr;
 absl::StatusOr<std::shared_ptr<const WeightSupport>> WeightSupport::Prepare(const BackendWeight& weight) {
   std::shared_ptr<WeightSupport> s(new WeightSupport());
   s->weight_ = weight;
-  s->creator_ = getpid();
   const int64_t file_bytes = std::max({weight.startup.read_file_bytes, weight.work.read_file_bytes, weight.exit.read_file_bytes});
   if (file_bytes > 0) {
-    const char* tmp = getenv("TMPDIR");
-    std::string pattern = absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/backendlab-weight-XXXXXX");
-    if (mkdtemp(pattern.data()) == nullptr) {
-      return absl::UnavailableError(absl::StrCat("cannot create a private directory (", pattern, "): ", std::strerror(errno)));
-    }
-    s->dir_ = pattern;
-    s->file_path_ = s->dir_ + "/pg_internal.init";
+    absl::StatusOr<PrivateDir> dir = PrivateDir::Make("backendlab-weight");
+    if (!dir.ok()) return dir.status();
+    s->dir_ = std::move(*dir);
+    s->file_path_ = s->dir_.path() + "/pg_internal.init";
     const int fd = open(s->file_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return absl::UnavailableError(absl::StrCat("cannot create ", s->file_path_, ": ", std::strerror(errno)));
     std::vector<char> block(kReadChunk, '\x5a');
@@ -181,11 +178,7 @@ absl::StatusOr<std::shared_ptr<const WeightSupport>> WeightSupport::Prepare(cons
   return std::shared_ptr<const WeightSupport>(std::move(s));
 }
 
-WeightSupport::~WeightSupport() {
-  if (dir_.empty() || getpid() != creator_) return;
-  std::error_code ignored;
-  std::filesystem::remove_all(dir_, ignored);
-}
+WeightSupport::~WeightSupport() = default;  // dir_ goes, in the process that made it
 
 void RunExitHandlers() {
   __cxa_finalize(nullptr);

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/private_dir.h"
 #include "lifecycle/backend_weight.h"
 
 namespace backendlab::lifecycle::internal {
@@ -37,10 +38,9 @@ class WeightSupport {
  private:
   WeightSupport() = default;
   BackendWeight weight_;
-  std::string dir_;
+  PrivateDir dir_;          // removed by the process that made it only
   std::string file_path_;  // empty when no phase reads a file
   double turns_per_us_ = 0;
-  pid_t creator_ = 0;      // only the process that made the directory removes it
 };
 
 // In the postmaster, before it accepts: its pages touched (the libraries
