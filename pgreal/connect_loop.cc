@@ -90,6 +90,11 @@ absl::Status Loop::Start(Client& c) {
   c.start_ns = NowNs();
   c.conn = PQconnectStart(options_.conninfo.c_str());
   if (c.conn == nullptr) return absl::ResourceExhaustedError("PQconnectStart: out of memory");
+  // libpq prints what it treats as a notice on stderr, an error that comes
+  // while the connection is idle too (a backend's "terminating connection
+  // due to unexpected postmaster exit"): a stray line before the tool's own.
+  // The loop reports failures itself.
+  PQsetNoticeProcessor(c.conn, [](void*, const char*) {}, nullptr);
   if (PQstatus(c.conn) == CONNECTION_BAD) {
     return absl::InternalError(absl::StrCat("cannot connect: ", OneLine(PQerrorMessage(c.conn))));
   }

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/interleaved.h"
+#include "base/interrupt.h"
 #include "base/resource_usage.h"
 #include "pgreal/internal/processes.h"
 #include "profiling/perf_events.h"
@@ -18,7 +19,9 @@
 namespace backendlab::pgreal {
 namespace {
 
-constexpr int64_t kBackendExitTimeoutNs = 10'000'000'000;
+// How long the backends of a loop may take to exit after its last
+// connection closed (milliseconds each, seconds on a loaded machine).
+constexpr int64_t kBackendExitTimeoutNs = 60'000'000'000;
 // How long a failed connection waits for the server's or the pooler's
 // death in progress before it is called a connection failure.
 constexpr int64_t kDeathGraceNs = 1'000'000'000;
@@ -30,10 +33,21 @@ std::string SizeLabel(int64_t bytes) {
 
 // Waits until the postmaster has no more children than `baseline` (its
 // auxiliary processes): every backend of the loop has exited and been reaped,
-// so its counts have joined the postmaster's.
-void WaitForBackendsToExit(pid_t postmaster, size_t baseline) {
+// so its counts have joined the postmaster's. Counts read before that would
+// miss the backends still there: an error after kBackendExitTimeoutNs,
+// never a silent undercount.
+absl::Status WaitForBackendsToExit(pid_t postmaster, size_t baseline) {
   const int64_t end = NowNs() + kBackendExitTimeoutNs;
-  while (internal::ChildrenOf(postmaster).size() > baseline && NowNs() < end) usleep(2'000);
+  for (size_t alive; (alive = internal::ChildrenOf(postmaster).size()) > baseline;) {
+    if (StopRequested()) return StoppedStatus();
+    if (NowNs() > end) {
+      return absl::InternalError(absl::StrCat(alive - baseline, " backend(s) of the server had not exited ",
+                                              kBackendExitTimeoutNs / 1'000'000'000,
+                                              " s after the loop's last connection closed: its counts would miss them"));
+    }
+    usleep(2'000);
+  }
+  return absl::OkStatus();
 }
 
 // One measured loop against one server, its figures added to `target`.
@@ -86,7 +100,7 @@ absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninf
     if (absl::Status s = pooler->CloseServerConnections(); !s.ok()) return s;
   }
   if (postmaster > 0) {
-    WaitForBackendsToExit(postmaster, baseline);
+    if (absl::Status s = WaitForBackendsToExit(postmaster, baseline); !s.ok()) return s;
     if (options.server_counters) counters.ReadAll(profiling::PerfCounters::PhaseEdge::kEnd, after);
     if (counting_calls) counting_calls = syscalls.Read(calls_after);
     const std::optional<internal::ProcessTotals> proc_after = internal::ReadProcessTotals(postmaster);
@@ -146,12 +160,12 @@ absl::Status ProfileOnce(const PgRunOptions& options, const std::string& conninf
   const size_t baseline = internal::ChildrenOf(postmaster).size();
   absl::StatusOr<LoopResult> plain = RunConnectLoop(loop);
   if (!plain.ok()) return plain.status();
-  WaitForBackendsToExit(postmaster, baseline);
+  if (absl::Status s = WaitForBackendsToExit(postmaster, baseline); !s.ok()) return s;
   double rate = 0;
   std::function<absl::Status()> pass = [&]() -> absl::Status {
     absl::StatusOr<LoopResult> result = RunConnectLoop(loop);
     if (!result.ok()) return result.status();
-    WaitForBackendsToExit(postmaster, baseline);
+    if (absl::Status s = WaitForBackendsToExit(postmaster, baseline); !s.ok()) return s;
     rate = result->connections_per_second();
     return absl::OkStatus();
   };
@@ -197,12 +211,13 @@ absl::Status ProfileOnce(const PgRunOptions& options, const std::string& conninf
 absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& options) {
   if (options.rounds < 1) return absl::InvalidArgumentError("--rounds must be at least 1");
   if (options.loop.clients < 1) return absl::InvalidArgumentError("--clients must be at least 1");
-  if (!options.profilers.empty() && !options.conninfo.empty() && options.postmaster_pid <= 0) {
-    return absl::InvalidArgumentError("--profile of an existing server needs its --postmaster-pid");
-  }
+  // builtin first: with --conninfo no --postmaster-pid would make it possible.
   if (Uses(options, Profiler::kBuiltin) && !options.conninfo.empty()) {
     return absl::InvalidArgumentError(
         "--profile=builtin loads the sampler library into a server the tool starts; --conninfo names an existing one");
+  }
+  if (!options.profilers.empty() && !options.conninfo.empty() && options.postmaster_pid <= 0) {
+    return absl::InvalidArgumentError("--profile of an existing server needs its --postmaster-pid");
   }
   if (Uses(options, Profiler::kPerf)) {
     if (absl::Status s = profiling::SystemWideRecordingAvailable(); !s.ok()) return s;
@@ -230,6 +245,10 @@ absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& 
     absl::StatusOr<std::string> found = FindPgBouncer(options.pgbouncer);
     if (!found.ok()) return found.status();
     pgbouncer = *found;
+  }
+  if (options.conninfo.empty()) {
+    // The deepest socket of the run: a pooler's, in its directory inside the server's.
+    if (absl::Status s = CheckSocketRoom(options.via.empty() ? "" : PoolerSocketDirectorySuffix()); !s.ok()) return s;
   }
   std::unique_ptr<PgServers> run(new PgServers(options));
   PgResult& result = run->result_;
@@ -291,7 +310,7 @@ absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& 
     if (!via.ok()) return via.status();
     pooler.via = *via;
     pooler.binary = pgbouncer;
-    pooler.directory = absl::StrCat(server.directory(), "/pooler-", via->mode == PoolMode::kSession ? "session" : "transaction");
+    pooler.directory = absl::StrCat(server.directory(), PoolerSocketDirectorySuffix(via->mode));
     pooler.user = server.user();
     pooler.server_socket_directory = server.directory();
     pooler.server_port = server.port();
@@ -336,7 +355,11 @@ absl::Status PgServers::Measure(size_t i) {
     return absl::Status(s.code(), absl::StrCat(target.label, ": ", s.message(), server.LogTail(5)));
   }
   if (s.ok()) s = server.CheckRunning();
-  if (s.ok() && pooler != nullptr) s = pooler->CheckRunning();
+  // Every pooler, not only this target's: one killed while the direct row
+  // ran is reported now, not when its own row comes.
+  for (std::unique_ptr<Pooler>& p : poolers_) {
+    if (s.ok() && p != nullptr) s = p->CheckRunning();
+  }
   return s;
 }
 
@@ -379,6 +402,9 @@ absl::Status PgServers::StopAll() {
   for (std::unique_ptr<Server>& server : servers_) {
     absl::Status stopped = server->Stop();
     if (status.ok() && !stopped.ok()) status = stopped;
+  }
+  for (size_t i = 0; i < server_of_.size() && !servers_.empty(); ++i) {
+    result_.targets[i].kept_directory = servers_[server_of_[i]]->kept_directory();
   }
   servers_.clear();
   return status;

@@ -73,6 +73,7 @@ struct PgTargetResult {
   Installation installation;
   int64_t shared_buffers_bytes = 0;  // 0 for --conninfo
   Settings settings;                 // as passed to the server
+  std::string kept_directory;        // with ServerOptions::keep: where the server's directory was left
   std::vector<double> rates;         // conn/s, one per round
   LoopResult loop;                   // histograms merged; connections, wall and client usage summed
   // perf counters, summed over the rounds, in kServerEvents order; -1 where

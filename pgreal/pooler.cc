@@ -68,6 +68,16 @@ absl::StatusOr<std::vector<Via>> ParseVias(const std::vector<std::string>& texts
   return vias;
 }
 
+std::string PoolerSocketDirectorySuffix(PoolMode mode) {
+  return mode == PoolMode::kSession ? "/pooler-session" : "/pooler-transaction";
+}
+
+std::string PoolerSocketDirectorySuffix() {
+  // CheckSocketRoom adds the longest socket name a server has; PgBouncer's
+  // is as long: .s.PGSQL.<its port>.
+  return PoolerSocketDirectorySuffix(PoolMode::kTransaction);
+}
+
 absl::StatusOr<std::string> FindPgBouncer(const std::string& path) {
   if (!path.empty()) {
     if (Executable(path)) return path;
@@ -103,7 +113,8 @@ absl::StatusOr<std::unique_ptr<Pooler>> Pooler::Start(const PoolerOptions& optio
   // runs (no idle timeout, a day's lifetime): the run counts them.
   const std::string ini = absl::StrCat(
       "[databases]\n",
-      "postgres = host=", options.server_socket_directory, " port=", options.server_port,
+      // Quoted as libpq quotes: the directory may hold spaces (TMPDIR).
+      "postgres = host=", internal::ConninfoValue(options.server_socket_directory), " port=", options.server_port,
       " dbname=postgres user=postgres\n\n",
       "[pgbouncer]\n",
       "listen_port = ", kListenPort, "\n",
@@ -165,8 +176,11 @@ absl::StatusOr<std::unique_ptr<Pooler>> Pooler::Start(const PoolerOptions& optio
 Pooler::~Pooler() { (void)Stop(); }
 
 std::string Pooler::LogTail(int lines) const {
-  std::string tail = internal::FileTail(options_.directory + "/pgbouncer.log", lines);
-  return tail.empty() ? internal::FileTail(options_.directory + "/pgbouncer.out", lines) : tail;
+  // Its log file once it has opened it; what it printed before that.
+  const std::string log = options_.directory + "/pgbouncer.log";
+  struct stat st;
+  const bool logged = stat(log.c_str(), &st) == 0 && st.st_size > 0;
+  return internal::FileTail(logged ? log : options_.directory + "/pgbouncer.out", lines);
 }
 
 absl::Status Pooler::CheckRunning(int64_t grace_ns) {

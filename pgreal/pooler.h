@@ -38,6 +38,12 @@ absl::StatusOr<std::vector<Via>> ParseVias(const std::vector<std::string>& texts
 // InvalidArgument naming how to get it when there is none.
 absl::StatusOr<std::string> FindPgBouncer(const std::string& path);
 
+// A pooler's directory inside its server's, "/pooler-session" or
+// "/pooler-transaction"; without a mode, the longest of them with the name
+// of the socket in it (for CheckSocketRoom).
+std::string PoolerSocketDirectorySuffix(PoolMode mode);
+std::string PoolerSocketDirectorySuffix();
+
 struct PoolerOptions {
   Via via;
   std::string binary;     // FindPgBouncer's

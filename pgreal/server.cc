@@ -8,6 +8,7 @@
 #include <sys/random.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "base/interleaved.h"
 #include "base/interrupt.h"
+#include "base/private_dir.h"
 #include "base/resource_usage.h"
 #include "pgreal/internal/processes.h"
 
@@ -37,10 +39,30 @@ constexpr int64_t kFastStopTimeoutNs = 60'000'000'000;  // a shutdown checkpoint
 constexpr int64_t kQuitTimeoutNs = 10'000'000'000;
 
 // The settings the tool owns: a --set of one would break the privacy or the
-// bookkeeping of the run.
-constexpr const char* kOwned[] = {"port",          "listen_addresses", "unix_socket_directories",
-                                  "unix_socket_permissions", "data_directory", "hba_file",
-                                  "ident_file",    "config_file"};
+// bookkeeping of the run, or measure one configuration under the label of
+// another. Each with what sets it instead.
+struct OwnedSetting {
+  const char* name;
+  const char* instead;
+};
+constexpr OwnedSetting kOwned[] = {
+    {"port", "a free port"},
+    {"listen_addresses", "a private socket directory; --tcp for a TCP listener on 127.0.0.1"},
+    {"unix_socket_directories", "a private socket directory"},
+    {"unix_socket_permissions", "a private socket directory"},
+    {"data_directory", "a private data directory"},
+    {"hba_file", "a private data directory"},
+    {"ident_file", "a private data directory"},
+    {"config_file", "a private data directory"},
+    {"shared_buffers", "--shared-buffers, which each row is labelled by"},
+    {"max_connections", "--clients (max_connections is clients + 5)"},
+};
+
+// The longest name PostgreSQL gives a socket in its directory: /.s.PGSQL.PORT.
+constexpr char kLongestSocketName[] = "/.s.PGSQL.65535";
+// A server's directory: TempRoot()/<prefix>.XXXXXX (MakePrivateDir).
+constexpr char kDirectoryPrefix[] = "backendlab-pg";
+constexpr size_t kDirectoryNameBytes = 1 + sizeof kDirectoryPrefix - 1 + 7;
 
 // A port nobody listens on at this moment (the kernel's choice); the server
 // may still lose it to another process before it binds, so Start retries.
@@ -115,17 +137,31 @@ Settings MeasurementSettings(const ServerOptions& options) {
   return s;
 }
 
-absl::Status ValidateOverride(const std::string& name) {
+absl::Status ValidateOverride(const std::string& name, const std::string& value) {
   if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") !=
                           std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat("--set: '", name, "' is not a setting name"));
   }
-  for (const char* owned : kOwned) {
-    if (absl::AsciiStrToLower(name) == owned) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--set: ", owned, " is set by the tool (a private socket directory, a free port; --tcp for ",
-                       "a TCP listener)"));
+  for (const OwnedSetting& owned : kOwned) {
+    if (absl::AsciiStrToLower(name) == owned.name) {
+      return absl::InvalidArgumentError(absl::StrCat("--set: ", owned.name, " is set by the tool: ", owned.instead));
     }
+  }
+  for (const char c : value) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return absl::InvalidArgumentError(absl::StrCat("--set: the value of ", name, " holds a control character"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSocketRoom(const std::string& suffix) {
+  const std::string root = TempRoot();
+  const size_t longest = root.size() + kDirectoryNameBytes + suffix.size() + std::strlen(kLongestSocketName);
+  if (longest >= sizeof(sockaddr_un{}.sun_path)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TMPDIR (", root, ") is too long: a server's socket there would take ", longest, " bytes of the ",
+        sizeof(sockaddr_un{}.sun_path) - 1, " a Unix socket's path may have; set TMPDIR to a shorter directory"));
   }
   return absl::OkStatus();
 }
@@ -148,11 +184,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   server->options_ = options;
   server->user_ = user;
   server->keep_ = options.keep;
-  const char* tmp = getenv("TMPDIR");
-  std::string dir = absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/backendlab-pg.XXXXXX");
-  if (mkdtemp(dir.data()) == nullptr) {
-    return absl::InternalError(absl::StrCat("cannot create a directory ", dir, ": ", std::strerror(errno)));
-  }
+  if (absl::Status s = CheckSocketRoom(); !s.ok()) return s;
+  // Watched from the start (should the tool be killed, the watchdog removes
+  // it), unless it is to be kept.
+  absl::StatusOr<std::string> made = MakePrivateDir(kDirectoryPrefix);
+  if (!made.ok()) return made.status();
+  const std::string dir = *made;
+  if (options.keep) UnwatchDirectory(dir);
   server->dir_ = dir;  // from here on the destructor removes it
   if (user && chown(dir.c_str(), user->uid, user->gid) != 0) {
     return absl::InternalError(absl::StrCat("chown ", dir, ": ", std::strerror(errno)));
@@ -254,6 +292,14 @@ absl::Status Server::Launch() {
   absl::StatusOr<pid_t> pid = internal::Spawn(argv, spawn);
   if (!pid.ok()) return pid.status();
   pid_ = *pid;
+  // Should the tool be killed, the postmaster gets SIGINT (above) and the
+  // directory is removed once it has shut down.
+  if (!keep_) {
+    if (absl::Status s = WatchDirectory(dir_, pid_); !s.ok()) {
+      (void)Stop();
+      return s;
+    }
+  }
   conninfo_ = absl::StrCat("host=", internal::ConninfoValue(dir_), " port=", port_, " user=postgres dbname=postgres");
 
   const int64_t deadline = NowNs() + kStartTimeoutNs;
@@ -378,8 +424,13 @@ absl::Status Server::Stop() {
     }
     pid_ = -1;
   }
-  if (!keep_ && !dir_.empty()) {
-    if (absl::Status s = internal::RemoveTree(dir_); !s.ok() && result.ok()) result = s;
+  if (!dir_.empty()) {
+    if (keep_) {
+      kept_ = dir_;
+    } else if (absl::Status s = internal::RemoveTree(dir_); !s.ok() && result.ok()) {
+      result = s;
+    }
+    UnwatchDirectory(dir_);
     dir_.clear();
   }
   return result;

@@ -61,10 +61,19 @@ inline constexpr uint32_t kBuiltinSampleCapacity = 1u << 18;
 Settings MeasurementSettings(const ServerOptions& options);
 
 // InvalidArgument for a NAME=VALUE whose name is not a setting's name
-// (letters, digits, '_' and '.') or that sets what the tool owns (port,
-// listen_addresses, unix_socket_directories, unix_socket_permissions,
-// data_directory, hba_file, ident_file, config_file).
-absl::Status ValidateOverride(const std::string& name);
+// (letters, digits, '_' and '.'), whose value holds a control character (a
+// newline would end the setting early), or that sets what the tool owns:
+// its privacy and bookkeeping (port, listen_addresses,
+// unix_socket_directories, unix_socket_permissions, data_directory,
+// hba_file, ident_file, config_file) or what a run's rows are labelled and
+// sized by (shared_buffers, max_connections).
+absl::Status ValidateOverride(const std::string& name, const std::string& value);
+
+// InvalidArgument, before anything is made, when TMPDIR is too long for the
+// server's Unix socket (sockaddr_un's 108 bytes) to fit in a directory the
+// tool makes there, `suffix` (a path under that directory, such as a
+// pooler's socket) included.
+absl::Status CheckSocketRoom(const std::string& suffix = "");
 
 class Server {
  public:
@@ -91,7 +100,9 @@ class Server {
   // A fast shutdown, as `pg_ctl stop -m fast` does (SIGINT, then wait), with
   // SIGQUIT and then SIGKILL if it does not end, the shared memory removed if
   // it had to be killed, then the directory removed unless `keep` (after
-  // which directory() is empty). Idempotent.
+  // which directory() is empty and kept_directory() names it). Idempotent.
+  // Should the tool be killed instead, the directory goes all the same,
+  // once the postmaster has left (base/private_dir.h's watchdog).
   absl::Status Stop();
 
   // OK while the postmaster runs; Internal with its exit status and the last
@@ -105,6 +116,8 @@ class Server {
   // user, dbname, and the password with --tcp.
   const std::string& conninfo() const { return conninfo_; }
   const std::string& directory() const { return dir_; }
+  // With `keep`, after Stop: where the directory was left; empty otherwise.
+  const std::string& kept_directory() const { return kept_; }
   std::string data_directory() const { return dir_ + "/data"; }
   const Settings& settings() const { return settings_; }
   int port() const { return port_; }
@@ -126,6 +139,7 @@ class Server {
   std::optional<internal::User> user_;  // the server's user when the tool is root, looked up once
   std::string password_;
   std::string dir_;
+  std::string kept_;
   pid_t pid_ = -1;
   int port_ = 0;
   std::string conninfo_;

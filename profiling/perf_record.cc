@@ -191,6 +191,15 @@ void DieWithParentIfAsked() {
 
 namespace {
 
+// How perf ended, for a message: killed by a signal (its message then is
+// not above: it had no time to write one), or its exit status.
+std::string PerfEnd(int code) {
+  if (code > 128 && code < 128 + NSIG) {
+    return absl::StrCat("killed by signal ", code - 128, " (", strsignal(code - 128), ")");
+  }
+  return absl::StrCat("exit ", code, "; its message is above");
+}
+
 std::string ParanoidText() {
   const std::optional<int> level = PerfEventParanoid();
   return level ? absl::StrCat(*level) : std::string("unknown");
@@ -214,11 +223,11 @@ absl::Status ControlPerf(pid_t perf, int ctl_fd, int ack_fd, const std::string& 
       const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       if (command != "enable") {
         return absl::UnavailableError(
-            absl::StrCat("perf record -a ended while recording (exit ", code, "; its message is above)"));
+            absl::StrCat("perf record -a ended while recording (", PerfEnd(code), ")"));
       }
       return absl::UnavailableError(absl::StrCat(
-          "perf record -a ended before it recorded (exit ", code,
-          "; its message is above). Recording every CPU needs root, CAP_PERFMON or "
+          "perf record -a ended before it recorded (", PerfEnd(code),
+          "). Recording every CPU needs root, CAP_PERFMON or "
           "sysctl kernel.perf_event_paranoid=0 (now ",
           ParanoidText(), ")"));
     }
@@ -311,7 +320,7 @@ absl::StatusOr<SystemWideRecording> RecordSystemWide(const SystemWideRecordOptio
   if (!run.ok()) return run;
   if (!recorded.ok()) return recorded.status();
   if (*recorded != 0 && *recorded != 128 + SIGINT) {
-    return absl::UnavailableError(absl::StrCat("perf record failed (exit ", *recorded, "; its message is above)"));
+    return absl::UnavailableError(absl::StrCat("perf record failed (", PerfEnd(*recorded), ")"));
   }
   absl::StatusOr<int> scripted =
       RunChild({*perf, "script", "-i", recording.data_path, "--no-inline", "--show-task-events", "--show-lost-events", "-F",
@@ -334,7 +343,7 @@ absl::StatusOr<FoldedStacks> RecordUnderPerf(const PerfRecordOptions& options,
   if (!recorded.ok()) return recorded.status();
   if (*recorded != 0) {
     return absl::UnavailableError(absl::StrCat(
-        "perf record failed (exit ", *recorded, "; its message is above). If the kernel refused: as root, or with "
+        "perf record failed (", PerfEnd(*recorded), "). If the kernel refused: as root, or with "
         "sysctl kernel.perf_event_paranoid=1 (now ", ParanoidText(),
         "); the workload's own output is in ", options.output_path));
   }

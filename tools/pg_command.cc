@@ -163,8 +163,9 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
           return absl::InvalidArgumentError(absl::StrCat("--set: ", Quoted(std::string(item)), " is not NAME=VALUE"));
         }
         std::string name(item.substr(0, eq));
-        if (absl::Status s = pgreal::ValidateOverride(name); !s.ok()) return s;
-        options.server.overrides.emplace_back(std::move(name), std::string(item.substr(eq + 1)));
+        std::string value(item.substr(eq + 1));
+        if (absl::Status s = pgreal::ValidateOverride(name, value); !s.ok()) return s;
+        options.server.overrides.emplace_back(std::move(name), std::move(value));
       }
     }
   }
@@ -320,7 +321,8 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
                  {"via", ""},
                  {"server_backends", "backends"},
                  {"pooler_cpu_us", "pooler CPU us"},
-                 {"connections", ""}});
+                 {"connections", ""},
+                 {"kept_directory", ""}});
   for (const pgreal::PgTargetResult& t : result->targets) {
     const double rate = Summarize(t.rates).median;
     const Summary connect = t.loop.connect_ns.Summarize(1e-3);
@@ -337,7 +339,8 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
                    t.proc_available ? PerConnection(t.server_minor_faults, served) : Cell{},
                    t.proc_available ? PerConnection(t.server_major_faults, served) : Cell{}, event(2), event(3),
                    t.via.empty() ? Cell{} : Cell{t.via}, t.server_backends >= 0 ? Cell{t.server_backends} : Cell{},
-                   t.pooler_available ? PerConnection(t.pooler_cpu_ns, served, 1e-3) : Cell{}, n});
+                   t.pooler_available ? PerConnection(t.pooler_cpu_ns, served, 1e-3) : Cell{}, n,
+                   t.kept_directory.empty() ? Cell{} : Cell{t.kept_directory}});
   }
   report.PrintText(out);
   out << "per connection; conn/s is the median of the rounds, connect and client CPU over the measured connections,\n"
@@ -362,6 +365,9 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
     }
   }
   if (!result->server_figures_note.empty()) out << "server-side figures " << result->server_figures_note << "\n";
+  for (const pgreal::PgTargetResult& t : result->targets) {
+    if (!t.kept_directory.empty() && t.via.empty()) out << "kept (--keep): " << t.label << ": " << t.kept_directory << "\n";
+  }
   if (!options->server_counters) out << "server counters off (--server-counters=off): their columns are empty.\n";
   if (!result->targets.empty()) {
     for (const std::string& why : result->targets[0].server_events_unavailable) out << why << "\n";
@@ -378,6 +384,7 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
   header["rounds"] = options->rounds;
   header["query"] = options->loop.query;
   header["server_counters"] = options->server_counters;
+  header["tcp"] = options->server.tcp;
   if (!options->via.empty()) {
     nlohmann::json via = nlohmann::json::array();
     for (const pgreal::Via& v : options->via) via.push_back(v.label());

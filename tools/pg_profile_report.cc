@@ -116,6 +116,8 @@ ProfileAgreement PrintPgProfileAgreement(std::ostream& out, const pgreal::Server
   ProfileAgreement a;
   a.top_5 = profiling::CommonTop(sampled_top, recorded_top, 5);
   a.top_10 = profiling::CommonTop(sampled_top, recorded_top, 10);
+  for (const profiling::FunctionSamples& f : sampled_top) a.builtin_top_10.push_back(f.name);
+  for (const profiling::FunctionSamples& f : recorded_top) a.perf_top_10.push_back(f.name);
   out << absl::StrFormat("agreement: %d of the top 5 and %d of the top 10 functions by self samples are the same in "
                          "both (names compared without leading underscores: libc's aliases)\n",
                          a.top_5, a.top_10);
@@ -181,7 +183,10 @@ absl::Status ReportPgProfiles(const pgreal::PgResult& result, const std::string&
     if (of[0] != nullptr && of[1] != nullptr) {
       out << "\n== " << t.label << ": the built-in sampler against perf, on the same pass ==\n";
       const ProfileAgreement a = PrintPgProfileAgreement(out, *of[1], *of[0]);
-      agreement[t.label] = {{"top_5_common", a.top_5}, {"top_10_common", a.top_10}};
+      agreement[t.label] = {{"top_5_common", a.top_5},
+                            {"top_10_common", a.top_10},
+                            {"builtin_top_10", a.builtin_top_10},
+                            {"perf_top_10", a.perf_top_10}};
     }
   }
   header["profiles"] = by_profiler[0];

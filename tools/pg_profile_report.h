@@ -35,6 +35,9 @@ void PrintPgProfile(std::ostream& out, const pgreal::ServerProfile& profile, int
 struct ProfileAgreement {
   int top_5 = 0;
   int top_10 = 0;
+  // The two rankings compared, by name, first the most samples.
+  std::vector<std::string> builtin_top_10;
+  std::vector<std::string> perf_top_10;
 };
 
 // The backends' top 10 by self samples of each profiler on user-space frames

@@ -8,6 +8,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -94,6 +95,8 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOpt
   if (pid < 0) return ErrnoStatus(absl::StrCat("fork for ", argv[0]));
   if (pid == 0) {
     setpgid(0, 0);
+    // Whatever it creates (PgBouncer's log, say) is its user's alone.
+    umask(077);
     // The stop handlers of the tool are not the child's: default dispositions
     // before exec (exec resets handlers, but not ignored signals).
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) signal(sig, SIG_DFL);
@@ -128,24 +131,97 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOpt
   return pid;
 }
 
+namespace {
+
+// The processes of process group `pgid` that have not ended (zombies are
+// left out: they hold nothing but their entry), from /proc.
+std::vector<pid_t> LiveMembersOfGroup(pid_t pgid) {
+  std::vector<pid_t> members;
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return members;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const std::string path = absl::StrCat("/proc/", e->d_name, "/stat");
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[512];
+    const ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) continue;
+    buf[n] = '\0';
+    const char* after = std::strrchr(buf, ')');
+    char state = 0;
+    int ppid = 0, pgrp = 0;
+    if (after != nullptr && std::sscanf(after + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 && pgrp == pgid &&
+        state != 'Z') {
+      members.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+    }
+  }
+  closedir(dir);
+  return members;
+}
+
+// Removes the System V segments no process is attached to whose creator
+// was one of `creators` (/proc/sysvipc/shm: key shmid perms size cpid lpid
+// nattch ...).
+void RemoveSegmentsCreatedBy(const std::vector<pid_t>& creators) {
+  std::ifstream in("/proc/sysvipc/shm");
+  std::string line;
+  std::getline(in, line);  // the column names
+  while (std::getline(in, line)) {
+    long key = 0, shmid = 0, perms = 0, size = 0, cpid = 0, lpid = 0, nattch = 0;
+    if (std::sscanf(line.c_str(), "%ld %ld %lo %ld %ld %ld %ld", &key, &shmid, &perms, &size, &cpid, &lpid,
+                    &nattch) == 7 &&
+        nattch == 0 && std::find(creators.begin(), creators.end(), static_cast<pid_t>(cpid)) != creators.end()) {
+      shmctl(static_cast<int>(shmid), IPC_RMID, nullptr);
+    }
+  }
+}
+
+// How long, after a stop request, the rest of a command's group may take to
+// leave on its own once the command itself is gone.
+constexpr int64_t kGroupLeaveTimeoutNs = 30'000'000'000;
+
+}  // namespace
+
 absl::Status RunToEnd(const std::vector<std::string>& argv, const SpawnOptions& options) {
   absl::StatusOr<pid_t> pid = Spawn(argv, options);
   if (!pid.ok()) return pid.status();
   int status = 0;
   bool stopped = false;
+  std::vector<pid_t> members;  // of its group, as seen since the stop
   for (;;) {
     const pid_t r = waitpid(*pid, &status, WNOHANG);
     if (r == *pid) break;
     if (r < 0 && errno != EINTR) return ErrnoStatus(absl::StrCat("waitpid for ", argv[0]));
     if (StopRequested() && !stopped) {
-      kill(-*pid, SIGKILL);
+      // The command alone, not its group: what it started is left to end on
+      // its own. initdb's bootstrap postgres, for one, reads its commands
+      // from initdb through a pipe and, at end of file, exits in order,
+      // removing its System V segment; killed, it would leave the segment
+      // for good.
+      members = LiveMembersOfGroup(*pid);
+      kill(*pid, SIGKILL);
       stopped = true;
     }
     usleep(5000);
   }
   if (stopped) {
-    // What the command started in its group goes with it.
-    kill(-*pid, SIGKILL);
+    const int64_t end = NowNs() + kGroupLeaveTimeoutNs;
+    for (std::vector<pid_t> left = LiveMembersOfGroup(*pid); !left.empty(); left = LiveMembersOfGroup(*pid)) {
+      for (pid_t p : left) {
+        if (std::find(members.begin(), members.end(), p) == members.end()) members.push_back(p);
+      }
+      if (NowNs() > end) {
+        // Stuck: killed after all, and whatever shared memory they made
+        // removed by hand.
+        kill(-*pid, SIGKILL);
+        for (int i = 0; i < 100 && !LiveMembersOfGroup(*pid).empty(); ++i) usleep(10'000);
+        RemoveSegmentsCreatedBy(members);
+        break;
+      }
+      usleep(10'000);
+    }
     return StoppedStatus();
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
@@ -219,9 +295,13 @@ std::string FileTail(const std::string& path, int lines) {
   std::ifstream in(path);
   std::deque<std::string> last;
   for (std::string line; std::getline(in, line);) {
+    // The tool's own pings while a server starts, refused until it is ready:
+    // a line each, and never the reason it did not start.
+    if (line.find("the database system is starting up") != std::string::npos) continue;
     last.push_back(std::move(line));
     if (static_cast<int>(last.size()) > lines) last.pop_front();
   }
+  if (last.empty()) return "\n  | (nothing: the log is empty)";
   std::string tail;
   for (const std::string& line : last) absl::StrAppend(&tail, "\n  | ", line);
   return tail;

@@ -28,8 +28,8 @@ absl::StatusOr<User> LookUpUser(const std::string& name);
 
 // How a spawned child starts: as `user` (when set: groups, gid, then uid),
 // in a process group of its own so that ^C on the terminal reaches only the
-// tool, which stops it in order; stdout and stderr to `log_path` (appended)
-// or /dev/null; stdin /dev/null; `pdeath_signal` sent to it when the tool
+// tool, which stops it in order; umask 077; stdout and stderr to `log_path`
+// (appended) or /dev/null; stdin /dev/null; `pdeath_signal` sent to it when the tool
 // dies, set after the change of user (which clears it).
 struct SpawnOptions {
   std::optional<User> user;
@@ -50,8 +50,10 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOpt
 
 // Spawn and wait for the command to end: OK on exit 0, Internal naming the
 // command and its exit status otherwise. On a stop request (base/interrupt.h)
-// the command's whole process group is killed and reaped and the result is
-// Cancelled.
+// the command is killed and reaped, what it started in its process group is
+// waited for (up to 30 s; they see their parent gone and end in order), and
+// the result is Cancelled. Should they not end, they are killed and the
+// System V segments they made and left removed.
 absl::Status RunToEnd(const std::vector<std::string>& argv, const SpawnOptions& options);
 
 // Waits up to `timeout_ns` for the child `pid` to end; true and *status
@@ -81,8 +83,10 @@ std::optional<ProcessTotals> ReadProcessTotals(pid_t pid);
 // The pids whose parent is `pid`, from /proc (empty if none or unreadable).
 std::vector<pid_t> ChildrenOf(pid_t pid);
 
-// The last `lines` lines of a text file ("" if it cannot be read), each line
-// prefixed with "  | " so that a log tail reads apart from our own message.
+// The last `lines` lines of a text file, each line prefixed with "\n  | "
+// so that a log tail reads apart from our own message, a server's "the
+// database system is starting up" (the tool's pings) left out; a line
+// saying so when there is nothing (or the file cannot be read).
 std::string FileTail(const std::string& path, int lines);
 
 // Creates `path` (0600; an error if it exists, or is a symbolic link) with

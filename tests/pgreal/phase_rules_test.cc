@@ -1,5 +1,7 @@
-// The phase rules on stacks captured from Debian's PostgreSQL 15 under
-// pgbench -C -S (tests/pgreal/testdata), and the table's own consistency.
+// The phase rules on hand-typed stacks, each modelled on a stack perf
+// recorded of Debian's PostgreSQL 15 under pgbench -C -S (the capture in
+// tests/pgreal/testdata is one such recording; the 17+ stacks follow those
+// versions' source, not a recording), and the table's own consistency.
 #include "pgreal/phase_rules.h"
 
 #include <algorithm>

@@ -23,10 +23,14 @@
 #include "gtest/gtest.h"
 #include "tests/tools/cli_fixture.h"
 #include "tests/tools/spawned_tool.h"
+#include "tests/test_util/wait.h"
+#include "tests/test_util/skip.h"
 
 namespace backendlab::tools {
 
 inline bool HaveServer() { return access("/usr/lib/postgresql/15/bin/postgres", X_OK) == 0; }
+inline bool HavePgBouncer() { return access("/usr/sbin/pgbouncer", X_OK) == 0; }
+
 
 // Processes whose command line mentions `text` (a server's directory is on
 // its postmaster's command line).
@@ -77,7 +81,9 @@ class PgCliTest : public CliTest {
  protected:
   void SetUp() override {
     CliTest::SetUp();
-    if (!HaveServer()) GTEST_SKIP() << "no PostgreSQL 15 server (tools/install-deps installs postgresql-15)";
+    if (!HaveServer()) {
+      BACKENDLAB_SKIP(test_util::kNeedsPostgresql) << "no PostgreSQL 15 server (tools/install-deps installs postgresql-15)";
+    }
     // As root the server runs as `postgres`, which must reach its directory
     // inside TMPDIR: traversable, not listable.
     if (geteuid() == 0) {
@@ -89,38 +95,57 @@ class PgCliTest : public CliTest {
     ExpectTmpdirEmpty();
     // The postmaster leaves with the tool; its backends may take a moment
     // longer to notice.
-    for (int i = 0; i < 100 && !ProcessesMentioning(tmpdir_).empty(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    EXPECT_TRUE(ProcessesMentioning(tmpdir_).empty()) << "a server process outlived the tool";
+    EXPECT_TRUE(test_util::WaitUntil([&] { return ProcessesMentioning(tmpdir_).empty(); }))
+        << "a server process outlived the tool by " << test_util::kPatience.count() << " s";
   }
   // A child of the tool named `name` whose command line names the tool's
   // directory: the postmaster ("postgres"; not initdb's, nor a backend,
-  // which rewrites its command line), "pgbouncer", "perf".
-  pid_t WaitForProcessNamed(const std::string& name, pid_t tool) {
-    for (int i = 0; i < 400; ++i) {
+  // which rewrites its command line), "pgbouncer", "perf". 0 if none came
+  // before the tool exited or test_util::kPatience passed.
+  pid_t WaitForProcessNamed(const std::string& name, test_util::SpawnedTool& tool) {
+    pid_t found = 0;
+    test_util::WaitUntil([&] {
       for (pid_t pid : ProcessesMentioning(tmpdir_)) {
         std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-        std::string found;
-        comm >> found;
-        if (found == name && ParentOf(pid) == tool) return pid;
+        std::string command;
+        comm >> command;
+        if (command == name && ParentOf(pid) == tool.pid()) found = pid;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return 0;
+      return found != 0 || tool.Poll().has_value();
+    });
+    return found;
   }
-  // Starts the tool, waits for its server, interrupts the tool (^C): exit
-  // 130, and nothing of the server left.
-  void ExpectInterruptLeavesNothing(const std::vector<std::string>& argv, const std::string& also_wait_for = "") {
+  // Whether, before the tool exited or test_util::kPatience passed, the
+  // postmaster served a connection: a backend, which names its client in its
+  // command line ("postgres: postgres postgres [local] idle"). The
+  // connect loop is then under way.
+  bool WaitForABackend(pid_t postmaster, test_util::SpawnedTool& tool) {
+    bool seen = false;
+    test_util::WaitUntil(
+        [&] {
+          for (pid_t pid : ProcessesMentioning("[local]")) seen = seen || ParentOf(pid) == postmaster;
+          return seen || tool.Poll().has_value();
+        },
+        test_util::kPatience, std::chrono::milliseconds(2));
+    return seen;
+  }
+  // Starts the tool, waits for its server (and `also_wait_for`), and with
+  // `into_the_loop` for the server's first backend, interrupts the tool
+  // (^C): exit 130, and nothing of the server left.
+  void ExpectInterruptLeavesNothing(const std::vector<std::string>& argv, const std::string& also_wait_for = "",
+                                    bool into_the_loop = true) {
     test_util::SpawnedTool tool(argv, dir_);
-    const pid_t postmaster = WaitForProcessNamed("postgres", tool.pid());
-    ASSERT_NE(postmaster, 0) << "no server started";
+    const pid_t postmaster = WaitForProcessNamed("postgres", tool);
+    ASSERT_NE(postmaster, 0) << "no server started: " << test_util::ReadFile(dir_ + "/stderr");
     if (!also_wait_for.empty()) {
-      ASSERT_NE(WaitForProcessNamed(also_wait_for, tool.pid()), 0) << "no " << also_wait_for << " started";
+      ASSERT_NE(WaitForProcessNamed(also_wait_for, tool), 0) << "no " << also_wait_for << " started";
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    if (into_the_loop) {
+      ASSERT_TRUE(WaitForABackend(postmaster, tool)) << "no connection made: " << test_util::ReadFile(dir_ + "/stderr");
+    }
+    ASSERT_TRUE(tool.WaitUntilCatching(SIGINT, test_util::kPatience));
     ASSERT_EQ(kill(tool.pid(), SIGINT), 0);
-    const std::optional<int> code = tool.WaitFor(std::chrono::seconds(60));
+    const std::optional<int> code = tool.WaitFor(test_util::kPatience);
     ASSERT_TRUE(code.has_value());
     EXPECT_TRUE(WIFEXITED(*code) && WEXITSTATUS(*code) == 130) << *code;
     ExpectNoServerLeft();
