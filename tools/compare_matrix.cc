@@ -178,7 +178,8 @@ Report CompareReport(const CompareMatrix& matrix) {
     row.push_back(exit.minor_faults);
     // The exit check's share of a backend's CPU, fork (the postmaster's
     // fork() included) to reap, in percent: what a profile of the loop's
-    // server side shows (the seed's 18 %). Means, so that the shares add up.
+    // server side shows (the 2010 connection-overhead thread's 18 %). Means, so
+    // that the shares add up.
     {
       double all = 0;
       for (const lifecycle::PhaseHistograms& p : c.merged.backends.phases) all += p.cpu_ns.mean();

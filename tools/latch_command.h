@@ -1,4 +1,5 @@
-// `backendlab latch`: the latch implementations' ping-pong (seed 001).
+// `backendlab latch`: the latch implementations' ping-pong (the 2010 latch
+// thread, docs/sources.md).
 #ifndef BACKENDLAB_TOOLS_LATCH_COMMAND_H_
 #define BACKENDLAB_TOOLS_LATCH_COMMAND_H_
 

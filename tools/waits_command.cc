@@ -1,5 +1,6 @@
 // `backendlab waits`: flags -> waits::RunWaitsExperiment -> the table, its
-// ratios to long-lived, seed 000's figures beside it, and the JSON/CSV files.
+// ratios to long-lived, the 2018 WaitLatchOrSocket thread's figures beside it,
+// and the JSON/CSV files.
 #include "tools/waits_command.h"
 
 #include <iostream>
@@ -121,9 +122,10 @@ std::string WaitsUsage() {
       "usage: backendlab waits [flags]\n"
       "Client/backend process pairs doing request/response round trips, each backend\n"
       "waiting for its socket with one wait strategy: per-call (a set made and freed per\n"
-      "wait, as WaitLatchOrSocket), long-lived (FeBeWaitSet), cached (seed 000's patch),\n"
-      "poll. Round trips per second, latency, the backends' CPU and system calls per\n"
-      "round trip, close()'s share, per strategy x pairs, with ratios to long-lived.\n\n",
+      "wait, as WaitLatchOrSocket), long-lived (FeBeWaitSet), cached (the patch of the\n"
+      "2018 WaitLatchOrSocket thread), poll. Round trips per second, latency, the\n"
+      "backends' CPU and system calls per round trip, close()'s share, per strategy x\n"
+      "pairs, with ratios to long-lived.\n\n",
       FlagsHelp(kFlags));
 }
 
@@ -155,8 +157,8 @@ absl::Status RunWaitsCommand(std::span<const std::string> args, std::ostream& ou
   out << "\nrt/s: all pairs together; CPU, waits and system calls: the backends' own, per round trip\n"
          "  (system calls from a separate counted pass); close: wall time in close() of wait sets.\n"
          "Every backend's set holds its latch (signalfd-epoll), the postmaster-death pipe and its socket.\n"
-         "Seed 000 (2018, 72 cores, pgbench -S through postgres_fdw): per-call 38k TPS, cached 225k,\n"
-         "  poll 140k; 62.6 % of the CPU in close(). kqueue (seed 004) cannot be measured on Linux.\n";
+         "The 2018 WaitLatchOrSocket thread (72 cores, pgbench -S through postgres_fdw): per-call 38k TPS,\n"
+         "  cached 225k, poll 140k; 62.6 % of the CPU in close(). The 2018 kqueue thread: no kqueue on Linux.\n";
   PrintSyscallsStatus(out, options->count_syscalls, result->syscalls_status);
   report.SetHeader(header);
   return report.WriteFiles(flags->Get("json"), flags->Get("csv"));

@@ -1,5 +1,6 @@
 // `backendlab waits`: what a backend pays to wait for its socket, per wait
-// strategy and number of client/backend pairs (seed 000).
+// strategy and number of client/backend pairs (the 2018 WaitLatchOrSocket
+// thread, docs/sources.md).
 #ifndef BACKENDLAB_TOOLS_WAITS_COMMAND_H_
 #define BACKENDLAB_TOOLS_WAITS_COMMAND_H_
 

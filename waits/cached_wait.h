@@ -1,17 +1,17 @@
-// `cached`: seed 000's patch (2018, never committed). WaitLatchOrSocket
-// keeps its sets in a static 113-entry cache keyed on (events, socket); a
-// hit re-adds the socket, ignoring EEXIST (the same socket still
-// registered), in case the descriptor was closed and its number reused,
-// then waits: 2 system calls per wait. The hazard Andres Freund objected
-// to ("the lifetime of sockets will make this an absolute mess"), shown in
-// the tests: epoll keys a registration on the open file and the number
-// together, and drops it only when the file's last descriptor closes. A
-// socket closed while another descriptor still refers to its file (a dup,
-// a forked child's copy) stays registered under its old number; the new
-// socket that takes the number is added beside it, and the set goes on
-// reporting the old file's events as the new socket's — an old EOF is
-// readable for ever, so every wait returns at once for a socket with
-// nothing to read: a backend that spins.
+// `cached`: the patch of the 2018 WaitLatchOrSocket thread (never
+// committed; docs/sources.md). WaitLatchOrSocket keeps its sets in a static
+// 113-entry cache keyed on (events, socket); a hit re-adds the socket,
+// ignoring EEXIST (the same socket still registered), in case the
+// descriptor was closed and its number reused, then waits: 2 system calls
+// per wait. The hazard Andres Freund objected to ("the lifetime of sockets
+// will make this an absolute mess"), shown in the tests: epoll keys a
+// registration on the open file and the number together, and drops it only
+// when the file's last descriptor closes. A socket closed while another
+// descriptor still refers to its file (a dup, a forked child's copy) stays
+// registered under its old number; the new socket that takes the number is
+// added beside it, and the set goes on reporting the old file's events as
+// the new socket's — an old EOF is readable for ever, so every wait returns
+// at once for a socket with nothing to read: a backend that spins.
 #ifndef BACKENDLAB_WAITS_CACHED_WAIT_H_
 #define BACKENDLAB_WAITS_CACHED_WAIT_H_
 

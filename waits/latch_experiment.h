@@ -1,8 +1,8 @@
-// The latch experiment of seed 001: two processes waking each other in
-// turn through a pair of latches (a ping-pong), for each implementation —
-// round trips per second, latency, CPU and system calls per round trip — and
-// what a SetLatch costs when the owner is not asleep. `backendlab latch` and
-// waits_benchmark both run it.
+// The latch experiment of the 2010 latch thread (docs/sources.md): two
+// processes waking each other in turn through a pair of latches (a
+// ping-pong), for each implementation — round trips per second, latency,
+// CPU and system calls per round trip — and what a SetLatch costs when the
+// owner is not asleep. `backendlab latch` and waits_benchmark both run it.
 #ifndef BACKENDLAB_WAITS_LATCH_EXPERIMENT_H_
 #define BACKENDLAB_WAITS_LATCH_EXPERIMENT_H_
 

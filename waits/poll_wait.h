@@ -1,9 +1,10 @@
-// `poll`: seed 000's other experiment — WaitLatchOrSocket with poll()
-// instead of a fresh epoll set (140k TPS against epoll's 38k): the pollfd
-// array for the latch, postmaster death and the socket built on every call,
-// one poll(). (PostgreSQL's own poll build, for systems without epoll or
-// kqueue, prepares its array once per set; a fresh set per call, as
-// WaitLatchOrSocket makes, fills it per call all the same.)
+// `poll`: the other experiment of the 2018 WaitLatchOrSocket thread —
+// WaitLatchOrSocket with poll() instead of a fresh epoll set (140k TPS
+// against epoll's 38k): the pollfd array for the latch, postmaster death
+// and the socket built on every call, one poll(). (PostgreSQL's own poll
+// build, for systems without epoll or kqueue, prepares its array once per
+// set; a fresh set per call, as WaitLatchOrSocket makes, fills it per call
+// all the same.)
 #ifndef BACKENDLAB_WAITS_POLL_WAIT_H_
 #define BACKENDLAB_WAITS_POLL_WAIT_H_
 

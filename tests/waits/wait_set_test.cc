@@ -258,13 +258,14 @@ TYPED_TEST(WaitSetTest, LatchAndPostmasterDeathWakeTheWait) {
   EXPECT_TRUE(set.Receive(f.backend(), buf, sizeof buf).postmaster_died);
 }
 
-// Andres Freund's objection to seed 000's cache, shown: a socket closed
-// while another descriptor still refers to its open file (a dup here; in
-// PostgreSQL a forked child's copy) stays registered in the cached epoll
-// set under its old number. Its peer gone, that old file is at EOF —
-// readable for ever — and the set reports it as the new socket that took
-// the number: every wait returns at once, and the read finds nothing. A set
-// made afresh (per-call) watches only the new socket and sleeps.
+// Andres Freund's objection to the cache of the 2018 WaitLatchOrSocket
+// thread, shown: a socket closed while another descriptor still refers to
+// its open file (a dup here; in PostgreSQL a forked child's copy) stays
+// registered in the cached epoll set under its old number. Its peer gone,
+// that old file is at EOF — readable for ever — and the set reports it as
+// the new socket that took the number: every wait returns at once, and the
+// read finds nothing. A set made afresh (per-call) watches only the new
+// socket and sleeps.
 TEST(CachedWaitTest, AReusedDescriptorNumberKeepsTheOldSocketsEvents) {
   Fixture f;
   absl::StatusOr<CachedWait<Latch>> cached = CachedWait<Latch>::Create(f.latch(), f.death().watch_fd(), -1);

@@ -79,7 +79,8 @@ class EpollSet {
   }
 
   // FreeWaitEventSet: close(), one system call; its wall time added to
-  // *close_ns if given (what seed 000 found expensive).
+  // *close_ns if given (what the 2018 WaitLatchOrSocket thread found
+  // expensive).
   void Close(int64_t* close_ns = nullptr) {
     if (!fd_.valid()) return;
     if (close_ns == nullptr) {
