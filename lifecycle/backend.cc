@@ -229,7 +229,7 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
   // Exit callbacks in PostgreSQL's order: the buffer check first (it was
   // registered last, with on_shmem_exit), then the backend's own teardown.
   phases.Begin(Phase::kExitCheck);
-  buffers::ExitCheckResult check = buffers::RunExitCheck(*table, config.exit_check, buffers::ScanKernel::kSimd);
+  buffers::ExitCheckResult check = buffers::RunExitCheck(*table, config.exit_check, config.exit_kernel);
   for (const buffers::Leak& leak : check.leaks) {
     // As AtProcExit_Buffers did, the forcibly released pins leave shared memory too.
     env.pool->SharedRefCount(leak.buffer).fetch_sub(static_cast<uint32_t>(leak.count), std::memory_order_relaxed);

@@ -31,6 +31,9 @@ class WeightSupport;
 struct BackendConfig {
   buffers::Layout layout = buffers::Layout::kHash;
   buffers::ExitCheckPolicy exit_check = buffers::ExitCheckPolicy::kAssert;
+  // How the exit check scans a table that needs a scan (array, bytes): the
+  // vectorised kernel by default; naive is 9.0's loop, one entry at a time.
+  buffers::ScanKernel exit_kernel = buffers::ScanKernel::kSimd;
   buffers::SharedBuffers shared_buffers{};
   catcache::BucketStrategy catcache = catcache::BucketStrategy::kPalloc0;
   std::string syscache = "pg17";  // the syscache set (catcache::BuiltinProfile name): pg90, pg17

@@ -31,6 +31,7 @@ namespace {
 constexpr FlagSpec kFlags[] = {
     {"layouts", "array,bytes,hash", "refcount table layouts"},
     {"exit-checks", "always,assert", "exit-check policies"},
+    {"kernel", "simd", "how the exit check scans array and bytes: naive (9.0's loop), word or simd"},
     {"shared-buffers", "128MB,1GB,8GB", "shared_buffers sizes"},
     {"catcaches", "palloc0", "catcache bucket strategies"},
     {"syscaches", "pg17", "syscache profiles: pg90, pg17"},

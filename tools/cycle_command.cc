@@ -27,6 +27,7 @@ constexpr FlagSpec kFlags[] = {
     {"mode", "fork", "fork: a postmaster forks a backend per connection; inproc: no fork"},
     {"layout", "hash", "refcount table layout: array, bytes, hash, hash-keys or array-touched"},
     {"exit-check", "assert", "exit-check policy: always, assert or off"},
+    {"kernel", "simd", "how the exit check scans array and bytes: naive (9.0's loop), word or simd"},
     {"shared-buffers", "8GB", "shared_buffers (NBuffers = size / 8kB)"},
     {"catcache", "palloc0", "catcache bucket strategy: palloc0, bss, expansible or mmap"},
     {"syscache", "pg17", "syscache profile: pg90 or pg17"},

@@ -68,6 +68,7 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
            ParseFlagInto(flags, "mode", lifecycle::ParseMode, &o.mode),
            ParseFlagInto(flags, "syscache", ParseSyscacheName, &b.syscache),
            ParseFlagInto(flags, "wait", waits::ParseWaitStrategy, &b.wait),
+           ParseFlagInto(flags, "kernel", buffers::ParseScanKernel, &b.exit_kernel),
        }) {
     if (!s.ok()) return s;
   }
@@ -105,6 +106,11 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
   }
   o.clients = static_cast<int>(clients);
   b.leak_pins = static_cast<int32_t>(leak);
+  // The wait set serves a backend's queries only: without them it would be
+  // accepted, recorded in the report, and change nothing.
+  if (flags.Given("wait") && b.queries == 0) {
+    return absl::InvalidArgumentError("--wait is how a backend waits for its queries: it goes with --queries=N (N > 0)");
+  }
   if (flags.Has("duration")) {
     if (flags.Has("connections")) return absl::InvalidArgumentError("give --connections or --duration, not both");
     absl::StatusOr<int64_t> ms = ParseDurationMs(flags.Get("duration"));

@@ -28,6 +28,7 @@ std::string ConfigLine(const lifecycle::CycleOptions& o, bool with_configuration
                       o.connections > 0 ? absl::StrCat(o.connections, " connections")
                                         : absl::StrCat(o.duration_ms, " ms"),
                       " (+", o.warmup, " warm-up), work ", b.work_pins, " pins + ", b.work_lookups, " lookups",
+                      ", exit scan ", std::string(buffers::ScanKernelName(b.exit_kernel)),
                       b.queries > 0 ? absl::StrCat(" + ", b.queries, " queries (", std::string(waits::WaitStrategyName(b.wait)), " wait)")
                                     : std::string(),
                       b.weight ? absl::StrCat("; backend profile ", b.weight_source.empty() ? "(given)" : b.weight_source)
@@ -39,6 +40,7 @@ nlohmann::json ConfigJson(const lifecycle::CycleOptions& o) {
   return {{"mode", lifecycle::ModeName(o.mode)},
           {"layout", buffers::LayoutName(b.layout)},
           {"exit_check", buffers::ExitCheckPolicyName(b.exit_check)},
+          {"scan_kernel", buffers::ScanKernelName(b.exit_kernel)},
           {"shared_buffers_bytes", b.shared_buffers.bytes},
           {"nbuffers", b.shared_buffers.nbuffers},
           {"catcache", catcache::BucketStrategyName(b.catcache)},
@@ -52,7 +54,8 @@ nlohmann::json ConfigJson(const lifecycle::CycleOptions& o) {
           {"queries", b.queries},
           {"backend_profile", b.weight ? nlohmann::json(b.weight_source) : nlohmann::json(nullptr)},
           {"backend_weight", b.weight ? lifecycle::BackendWeightToJson(*b.weight) : nlohmann::json(nullptr)},
-          {"wait", waits::WaitStrategyName(b.wait)},
+          // No queries, no waits: the strategy would be a setting that did nothing.
+          {"wait", b.queries > 0 ? nlohmann::json(waits::WaitStrategyName(b.wait)) : nlohmann::json(nullptr)},
           {"leak_pins", b.leak_pins},
           {"counters", [&] {
              nlohmann::json names = nlohmann::json::array();

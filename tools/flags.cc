@@ -38,11 +38,13 @@ absl::StatusOr<Flags> Flags::Parse(std::span<const std::string> args, std::span<
       if (!on_off) return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), " needs a value (--", absl::CEscape(name), "=...)"));
       if (seen[name]) return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), " given twice"));
       seen[name] = true;
+      flags.given_.insert(name);
       flags.values_[name] = "on";
       continue;
     }
     if (seen[name]) return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), " given twice"));
     seen[name] = true;
+    flags.given_.insert(name);
     std::string value = arg.substr(eq + 1);
     if (value.empty()) return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), " has an empty value"));
     flags.values_[name] = std::move(value);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,7 +27,10 @@ class Flags {
   // A flag whose default is "off" may be given alone, meaning "on".
   static absl::StatusOr<Flags> Parse(std::span<const std::string> args, std::span<const FlagSpec> specs);
 
+  // A value, given or by default.
   bool Has(std::string_view name) const { return values_.contains(std::string(name)); }
+  // Given on the command line, whatever its default.
+  bool Given(std::string_view name) const { return given_.contains(std::string(name)); }
   std::string Get(std::string_view name) const;
   // A comma-separated list; an empty or a repeated item is an error.
   absl::StatusOr<std::vector<std::string>> GetList(std::string_view name) const;
@@ -41,6 +45,7 @@ class Flags {
 
  private:
   std::map<std::string, std::string, std::less<>> values_;
+  std::set<std::string, std::less<>> given_;
 };
 
 // `text` in single quotes with control characters, quotes and backslashes

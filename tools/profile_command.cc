@@ -123,6 +123,13 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
   if (!top_n.ok()) return top_n.status();
   absl::StatusOr<bool> perf = flags->GetBool("perf");
   if (!perf.ok()) return perf.status();
+  // perf records cpu-clock: beside a wall-clock profile its ranking, and the
+  // agreement printed between them, would compare two different clocks.
+  if (*perf && sampler.clock == profiling::SampleClock::kWall) {
+    return absl::InvalidArgumentError(
+        "--perf records CPU time (cpu-clock): with --clock=wall the two rankings would be of different clocks; "
+        "use --clock=cpu to compare them");
+  }
   // Found out now, not after the run: an --out that is a file or not
   // writable. It is created only once there is a profile to put in it.
   if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;

@@ -105,6 +105,10 @@ TEST_F(ProfileCliTest, BadFlagsAreUsageErrors) {
     EXPECT_EQ(r.err.find("given twice"), std::string::npos) << r.err;
     EXPECT_EQ(r.out, "") << bad;
   }
+  // perf's cpu-clock beside a wall-clock profile would be two clocks compared.
+  const RunResult r = Profile({"--perf", "--clock=wall"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab profile: --perf records CPU time")) << r.err;
   ExpectNothingCreated();  // no --out, not even an empty one
   ExpectNothingLeft();
 }
@@ -147,7 +151,7 @@ TEST_F(ProfileCliTest, WorkloadWhosePerfIsGoneEndsAtOnce) {
 
 TEST_F(ProfileCliTest, MissingPerfSaysHowToGetItAndKeepsTheBuiltInProfile) {
   test_util::ScopedEnv no_perf("PATH", dir_ + "/empty-path");
-  const RunResult r = Profile({"--perf"});  // alone: on
+  const RunResult r = Profile({"--perf", "--clock=cpu"});  // alone: on
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab profile: --perf: perf is not installed")) << r.err;
   EXPECT_NE(r.err.find("apt-get install linux-perf"), std::string::npos) << r.err;
@@ -159,7 +163,7 @@ TEST_F(ProfileCliTest, MissingPerfSaysHowToGetItAndKeepsTheBuiltInProfile) {
 // same way, side by side with the sampler's.
 TEST_F(ProfileCliTest, PerfRunsTheSameWorkloadSideBySide) {
   if (const std::string why = PerfUnusable(dir_); !why.empty()) BACKENDLAB_SKIP(test_util::kNeedsPerf) << why;
-  const RunResult r = Profile({"--perf"});
+  const RunResult r = Profile({"--perf", "--clock=cpu"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   absl::StatusOr<profiling::FoldedStacks> perf = profiling::FoldedStacks::Parse(ReadFile(dir_ + "/out/perf.folded"));
   ASSERT_TRUE(perf.ok()) << perf.status();
@@ -225,7 +229,7 @@ TEST_P(ProfileKillTest, DuringPerfLeavesNothingBehind) {
   // orphan left to finish on its own is found.
   constexpr auto kGrace = std::chrono::seconds(8);
   std::vector<std::string> args = {BACKENDLAB_CLI_PATH};
-  for (const std::string& a : ProfileArgs({"--perf", "--duration=12s", "--shared-buffers=128MB"})) {
+  for (const std::string& a : ProfileArgs({"--perf", "--clock=cpu", "--duration=12s", "--shared-buffers=128MB"})) {
     if (!a.starts_with("--connections=")) args.push_back(a);
   }
   const pid_t tool = test_util::SpawnProgram(args, dir_, test_util::Stdout::kFile, /*own_group=*/true);
