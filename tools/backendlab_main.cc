@@ -158,9 +158,12 @@ int main(int argc, char** argv) {
   // killing the tool mid-report. Children that exec (perf) get the default back.
   signal(SIGPIPE, SIG_IGN);
   if (!StandardDescriptorsOpen()) return 1;
-  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
-    PrintUsage(argc < 2 ? std::cerr : std::cout);
-    if (argc < 2) return 2;
+  if (argc < 2) {
+    std::cerr << "backendlab: no command given (try: backendlab --help)\n";
+    return 2;
+  }
+  if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
+    PrintUsage(std::cout);
     return StdoutWritten("") ? 0 : 1;
   }
   for (const Command& c : kCommands) {

@@ -3,6 +3,7 @@
 // the server's costs per connection.
 #include "tools/pg_command.h"
 
+#include <libpq-fe.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -103,6 +104,16 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
       }
     }
     options.conninfo = flags.Get("conninfo");
+    // A connection string libpq cannot parse is bad input, said before any
+    // connection is tried.
+    char* error = nullptr;
+    PQconninfoOption* parsed = PQconninfoParse(options.conninfo.c_str(), &error);
+    if (parsed == nullptr) {
+      const std::string why = error != nullptr ? std::string(error) : std::string("out of memory");
+      PQfreemem(error);
+      return absl::InvalidArgumentError(absl::StrCat("--conninfo: ", why));
+    }
+    PQconninfoFree(parsed);
     if (flags.Has("postmaster-pid")) {
       absl::StatusOr<int64_t> pid = flags.GetInt("postmaster-pid", 1, 1 << 22);
       if (!pid.ok()) return pid.status();

@@ -348,6 +348,13 @@ TEST_F(PgCliTest, APoolerKilledMidRunIsReportedAndNothingIsLeft) {
   EXPECT_TRUE(SegmentsCreatedBy(postmaster).empty()) << "the server's System V segment was left";
 }
 
+TEST_F(PgCliTest, ConninfoLibpqCannotParseIsAUsageError) {
+  const test_util::RunResult r = Run({"pg", "--conninfo=host='unterminated", "--rounds=1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(test_util::IsOneLineStartingWith(r.err, "backendlab pg: --conninfo: ")) << r.err;
+  ExpectNothingCreated();
+}
+
 TEST_F(PgCliTest, ConninfoThatCannotConnectIsARunFailure) {
   const test_util::RunResult r = Run({"pg", "--conninfo=host=" + tmpdir_ + " port=1 user=postgres", "--rounds=1"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
