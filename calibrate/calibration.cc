@@ -20,6 +20,7 @@
 #include "base/interrupt.h"
 #include "base/summary.h"
 #include "buffers/shared_buffers.h"
+#include "calibrate/internal/fit.h"
 #include "lifecycle/cycle.h"
 #include "pgreal/pg_run.h"
 #include "profiling/perf_events.h"
@@ -28,21 +29,17 @@
 namespace backendlab::calibrate {
 namespace {
 
+using internal::ChooseExitPath;
+using internal::MockWeighing;
+using internal::RealWeighing;
+using internal::Refit;
+using internal::Shares;
+
 size_t Index(Group g) { return static_cast<size_t>(g); }
 
 // How far the mock's exit may exceed the real one's before the fit gives
 // up libc's exit path (ChooseExitPath): the goal's 10 %.
 constexpr double kExitOvershoot = 0.10;
-
-// A real server's phase words (pgreal/phase_rules.h) by group; the words
-// not listed (postmaster_other, aux, unclaimed) are in no group.
-std::optional<Group> GroupOfRealPhase(std::string_view phase) {
-  if (phase == "accept" || phase == "fork" || phase == "startup" || phase == "auth" || phase == "init") return Group::kStartup;
-  if (phase == "work") return Group::kWork;
-  if (phase == "exit") return Group::kExit;
-  if (phase == "teardown" || phase == "reap") return Group::kKernelTeardown;
-  return std::nullopt;
-}
 
 // `syscalls` less the phase clocks' calls, once syscalls_by_kind is filled.
 void LeaveOutPhaseClocks(Weighing& w) {
@@ -53,73 +50,8 @@ void LeaveOutPhaseClocks(Weighing& w) {
   }
 }
 
-void Shares(Weighing& w) {
-  double sum = 0;
-  for (double v : w.group_cpu_us) sum += v;
-  for (size_t g = 0; g < kNumGroups; ++g) w.group_share[g] = sum > 0 ? w.group_cpu_us[g] / sum : 0;
-}
 
 double Median(const std::vector<double>& v) { return Summarize(v).median; }
-
-// The real server's figures per connection it served (warm-ups included:
-// its counters ran through them), its groups from the profile.
-Weighing RealWeighing(const pgreal::PgTargetResult& t, const std::vector<double>& rates,
-                      const pgreal::ServerProfile& profile) {
-  Weighing w;
-  const double n = static_cast<double>(std::max<int64_t>(t.server_connections, 1));
-  w.connections_per_second = Median(rates);
-  w.cpu_us = static_cast<double>(t.server_cpu_ns) / n / 1e3;
-  w.minor_faults = static_cast<double>(t.server_minor_faults) / n;
-  if (t.server_syscalls >= 0) {
-    w.syscalls = static_cast<double>(t.server_syscalls) / n;
-    for (size_t k = 0; k < t.server_syscall_kinds.size() && k < t.server_syscalls_by_kind.size(); ++k) {
-      w.syscalls_by_kind[t.server_syscall_kinds[k]] = static_cast<double>(t.server_syscalls_by_kind[k]) / n;
-    }
-    LeaveOutPhaseClocks(w);
-  }
-  // A group's CPU: the server's CPU in the share of its samples that the
-  // group's phases hold.
-  const double all = static_cast<double>(std::max<int64_t>(profile.server_samples, 1));
-  for (const pgreal::PhaseSamples& p : profile.phases) {
-    if (std::optional<Group> g = GroupOfRealPhase(p.phase)) {
-      w.group_cpu_us[Index(*g)] += w.cpu_us * static_cast<double>(p.samples) / all;
-    }
-  }
-  Shares(w);
-  return w;
-}
-
-
-Weighing MockWeighing(const lifecycle::CycleResult& r, const std::vector<double>& rates,
-                      std::span<const std::string> kinds) {
-  using lifecycle::Phase;
-  Weighing w;
-  const double n = static_cast<double>(std::max<int64_t>(r.server.connections, 1));
-  w.connections_per_second = Median(rates);
-  w.cpu_us = static_cast<double>(r.server.cpu_ns) / n / 1e3;
-  w.minor_faults = static_cast<double>(r.server.minor_faults) / n;
-  if (r.server.syscalls >= 0) {
-    w.syscalls = static_cast<double>(r.server.syscalls) / n;
-    for (size_t k = 0; k < kinds.size() && k < r.server.syscalls_by_kind.size(); ++k) {
-      w.syscalls_by_kind[kinds[k]] = static_cast<double>(r.server.syscalls_by_kind[k]) / n;
-    }
-    LeaveOutPhaseClocks(w);
-  }
-  auto phase = [&](Phase p) { return r.backends.phases[static_cast<size_t>(p)].cpu_ns.mean() / 1e3; };
-  w.group_cpu_us[Index(Group::kStartup)] =
-      phase(Phase::kFork) + phase(Phase::kInitBuffers) + phase(Phase::kInitCatcache) + phase(Phase::kInitOther);
-  w.group_cpu_us[Index(Group::kWork)] = phase(Phase::kWork);
-  w.group_cpu_us[Index(Group::kExit)] = phase(Phase::kExitCheck) + phase(Phase::kTeardown);
-  w.group_cpu_us[Index(Group::kKernelTeardown)] = phase(Phase::kReap);
-  auto faults = [&](Phase p) { return r.backends.phases[static_cast<size_t>(p)].minor_faults.mean(); };
-  w.group_minor_faults[Index(Group::kStartup)] =
-      faults(Phase::kFork) + faults(Phase::kInitBuffers) + faults(Phase::kInitCatcache) + faults(Phase::kInitOther);
-  w.group_minor_faults[Index(Group::kWork)] = faults(Phase::kWork);
-  w.group_minor_faults[Index(Group::kExit)] = faults(Phase::kExitCheck) + faults(Phase::kTeardown);
-  w.group_minor_faults[Index(Group::kKernelTeardown)] = faults(Phase::kReap);
-  Shares(w);
-  return w;
-}
 
 // The mock as a PostgreSQL 15 release build is: the hash refcount table,
 // no exit check, palloc0'd catalog caches of a recent syscache set, one
@@ -200,6 +132,85 @@ Weighing RealFrom(const pgreal::PgTargetResult& shape, const RealTotals& t, cons
   return RealWeighing(r, t.rates, profile);
 }
 
+}  // namespace
+
+namespace internal {
+
+// A real server's phase words (pgreal/phase_rules.h) by group; the words
+// not listed (postmaster_other, aux, unclaimed) are in no group.
+std::optional<Group> GroupOfRealPhase(std::string_view phase) {
+  if (phase == "accept" || phase == "fork" || phase == "startup" || phase == "auth" || phase == "init") return Group::kStartup;
+  if (phase == "work") return Group::kWork;
+  if (phase == "exit") return Group::kExit;
+  if (phase == "teardown" || phase == "reap") return Group::kKernelTeardown;
+  return std::nullopt;
+}
+
+void Shares(Weighing& w) {
+  double sum = 0;
+  for (double v : w.group_cpu_us) sum += v;
+  for (size_t g = 0; g < kNumGroups; ++g) w.group_share[g] = sum > 0 ? w.group_cpu_us[g] / sum : 0;
+}
+
+// The real server's figures per connection it served (warm-ups included:
+// its counters ran through them), its groups from the profile.
+Weighing RealWeighing(const pgreal::PgTargetResult& t, const std::vector<double>& rates,
+                      const pgreal::ServerProfile& profile) {
+  Weighing w;
+  const double n = static_cast<double>(std::max<int64_t>(t.server_connections, 1));
+  w.connections_per_second = Median(rates);
+  w.cpu_us = static_cast<double>(t.server_cpu_ns) / n / 1e3;
+  w.minor_faults = static_cast<double>(t.server_minor_faults) / n;
+  if (t.server_syscalls >= 0) {
+    w.syscalls = static_cast<double>(t.server_syscalls) / n;
+    for (size_t k = 0; k < t.server_syscall_kinds.size() && k < t.server_syscalls_by_kind.size(); ++k) {
+      w.syscalls_by_kind[t.server_syscall_kinds[k]] = static_cast<double>(t.server_syscalls_by_kind[k]) / n;
+    }
+    LeaveOutPhaseClocks(w);
+  }
+  // A group's CPU: the server's CPU in the share of its samples that the
+  // group's phases hold.
+  const double all = static_cast<double>(std::max<int64_t>(profile.server_samples, 1));
+  for (const pgreal::PhaseSamples& p : profile.phases) {
+    if (std::optional<Group> g = GroupOfRealPhase(p.phase)) {
+      w.group_cpu_us[Index(*g)] += w.cpu_us * static_cast<double>(p.samples) / all;
+    }
+  }
+  Shares(w);
+  return w;
+}
+
+Weighing MockWeighing(const lifecycle::CycleResult& r, const std::vector<double>& rates,
+                      std::span<const std::string> kinds) {
+  using lifecycle::Phase;
+  Weighing w;
+  const double n = static_cast<double>(std::max<int64_t>(r.server.connections, 1));
+  w.connections_per_second = Median(rates);
+  w.cpu_us = static_cast<double>(r.server.cpu_ns) / n / 1e3;
+  w.minor_faults = static_cast<double>(r.server.minor_faults) / n;
+  if (r.server.syscalls >= 0) {
+    w.syscalls = static_cast<double>(r.server.syscalls) / n;
+    for (size_t k = 0; k < kinds.size() && k < r.server.syscalls_by_kind.size(); ++k) {
+      w.syscalls_by_kind[kinds[k]] = static_cast<double>(r.server.syscalls_by_kind[k]) / n;
+    }
+    LeaveOutPhaseClocks(w);
+  }
+  auto phase = [&](Phase p) { return r.backends.phases[static_cast<size_t>(p)].cpu_ns.mean() / 1e3; };
+  w.group_cpu_us[Index(Group::kStartup)] =
+      phase(Phase::kFork) + phase(Phase::kInitBuffers) + phase(Phase::kInitCatcache) + phase(Phase::kInitOther);
+  w.group_cpu_us[Index(Group::kWork)] = phase(Phase::kWork);
+  w.group_cpu_us[Index(Group::kExit)] = phase(Phase::kExitCheck) + phase(Phase::kTeardown);
+  w.group_cpu_us[Index(Group::kKernelTeardown)] = phase(Phase::kReap);
+  auto faults = [&](Phase p) { return r.backends.phases[static_cast<size_t>(p)].minor_faults.mean(); };
+  w.group_minor_faults[Index(Group::kStartup)] =
+      faults(Phase::kFork) + faults(Phase::kInitBuffers) + faults(Phase::kInitCatcache) + faults(Phase::kInitOther);
+  w.group_minor_faults[Index(Group::kWork)] = faults(Phase::kWork);
+  w.group_minor_faults[Index(Group::kExit)] = faults(Phase::kExitCheck) + faults(Phase::kTeardown);
+  w.group_minor_faults[Index(Group::kKernelTeardown)] = faults(Phase::kReap);
+  Shares(w);
+  return w;
+}
+
 // libc's exit path runs the mock's own exit handlers too (the tool's
 // libraries and static destructors, which a PostgreSQL backend has no
 // counterpart of). Where, measured with the starting profile, they cost
@@ -263,7 +274,7 @@ void Refit(const Weighing& real, const Weighing& mock, lifecycle::BackendWeight&
   }
 }
 
-}  // namespace
+}  // namespace internal
 
 absl::StatusOr<std::vector<std::string>> MappedLibraries(int pid) {
   std::ifstream maps(absl::StrCat("/proc/", pid, "/maps"));
@@ -314,7 +325,9 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
   real.profilers = {pgreal::Profiler::kPerf};
   real.profile_options.frequency_hz = o.perf_frequency_hz;
   real.server_syscall_kinds = kinds;
-  real.server.max_connections = 10;
+  // As `pg` runs its servers (clients + 5): a backend's start-up walks
+  // arrays sized by max_connections, so the target is pg's server's.
+  real.server.max_connections = real.loop.clients + 5;
   say("calibrate: starting the real server");
   absl::StatusOr<std::unique_ptr<pgreal::PgServers>> servers = pgreal::PgServers::Start(real);
   if (!servers.ok()) return servers.status();
@@ -346,9 +359,15 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
   w.libraries = *libs;
   const bool has_crypto =
       std::any_of(w.libraries.begin(), w.libraries.end(), [](const std::string& l) { return l.find("libcrypto") != std::string::npos; });
-  // PostgreSQL draws each backend's cancel key (4 bytes) with
-  // pg_strong_random, OpenSSL's RAND_bytes in a build with OpenSSL.
+  // PostgreSQL draws each backend's cancel key (4 bytes through 17) with
+  // pg_strong_random, OpenSSL's RAND_bytes in a build with OpenSSL. Read off
+  // the protocol, not measured: the note says so.
   w.random_bytes_per_fork = has_crypto ? 4 : 0;
+  if (has_crypto) {
+    result.notes.push_back(absl::StrCat(
+        "random bytes per fork: 4, PostgreSQL's cancel key through 17 (assumed, not measured; the server is ",
+        result.server_version, ")"));
+  }
   w.exit_path = lifecycle::ExitPath::kExit;
   w.startup.read_file_bytes = RelcacheInitBytes(pg.data_directory(fit));
 

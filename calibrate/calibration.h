@@ -3,8 +3,10 @@
 // the same machine — its CPU per connection and how that splits into the
 // phase groups, its page faults, its system calls by kind — then both
 // measured side by side, at the shared_buffers it was fitted on and at one
-// it was not. `backendlab calibrate` runs it; the profile it writes is the
-// whole state (`cycle --backend-profile=FILE` reproduces the fit).
+// it was not. `backendlab calibrate` runs it and writes the profile, which
+// `cycle --backend-profile=FILE` applies on this host (its CPU is
+// microseconds here and its libraries this host's paths: lifecycle/
+// backend_weight.h).
 //
 // It composes lifecycle/ (the mock) and pgreal/ (the real server): the one
 // module that uses both.

@@ -3,8 +3,11 @@
 // PostgreSQL backend weighs on the same machine — with physical work only:
 // pages touched, a file read, system calls of the kinds the real one makes,
 // CPU spent, libraries loaded and an exit that runs their destructors.
-// `backendlab calibrate` fits one to a real server; the file is the whole
-// state, so `cycle --backend-profile=FILE` reproduces the fit.
+// `backendlab calibrate` fits one to a real server on this host. The file
+// fixes pages, bytes, system calls and the exit path everywhere; its CPU is
+// microseconds, turned into loop turns by a speed measured at each run's
+// start, and its libraries are this host's paths: on another host, or under
+// other load, the same file is not the same work.
 #ifndef BACKENDLAB_LIFECYCLE_BACKEND_WEIGHT_H_
 #define BACKENDLAB_LIFECYCLE_BACKEND_WEIGHT_H_
 
