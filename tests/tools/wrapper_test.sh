@@ -29,4 +29,37 @@ if [ -e "$root/$name" ]; then
 fi
 [ -z "$(ls -A tmp)" ] || { echo "the relative TMPDIR was left non-empty: $(ls -A tmp)" >&2; fail=1; }
 grep -q "^hash/off " stdout || { echo "no report on stdout:" >&2; cat stdout >&2; fail=1; }
+
+# What the wrapper installs and fetches for a command, dry-run: perf where the
+# command records with perf, npm and a fetch for a major not here yet.
+expect_needs() {
+  local want_install="$1" want_fetch="$2" got
+  shift 2
+  got="$(BACKENDLAB_WRAPPER_DRY_RUN=1 "$root/tools/backendlab" "$@")"
+  if [ "$got" != "$(printf 'install-deps %s\nfetch %s' "$want_install" "$want_fetch")" ]; then
+    echo "tools/backendlab $*: wants '$got', expected install-deps '$want_install', fetch '$want_fetch'" >&2
+    fail=1
+  fi
+}
+expect_needs "--perf" "" calibrate
+expect_needs "--perf" "" pg --profile
+expect_needs "" "" pg --profile=builtin
+expect_needs "--perf" "" pg --profile=builtin,perf
+expect_needs "--perf" "" profile --perf
+expect_needs "" "" profile
+expect_needs "" "" cycle --pg-versions=16
+# A major that is neither Debian's nor fetched (none from 10 to 14 is, on a
+# machine with only postgresql-15) is fetched; 15 is Debian's; 9 is left for
+# the tool to refuse; --explain-phases needs no server.
+missing=""
+for m in 10 11 12 13 14; do
+  if [ ! -x "/usr/lib/postgresql/$m/bin/postgres" ] && [ ! -x "$root/.cache/postgres/$m/native/bin/postgres" ]; then
+    missing="$m"
+    break
+  fi
+done
+if [ -n "$missing" ] && [ -x /usr/lib/postgresql/15/bin/postgres ]; then
+  expect_needs "--npm" "$missing" pg "--pg-versions=15,$missing,9"
+  expect_needs "" "" pg --explain-phases "--pg-versions=$missing"
+fi
 exit "$fail"
