@@ -1,5 +1,5 @@
 // `backendlab latch`: flags -> waits::RunLatchExperiment -> the table, the
-// 2010 thread's figures beside it, and the JSON/CSV files.
+// 2010 latch thread's figures beside it, and the JSON/CSV files.
 #include "tools/latch_command.h"
 
 #include <iostream>

@@ -102,7 +102,7 @@ concept Latch = std::movable<L> && requires(L& latch, typename L::Shared& shared
 // kSocketReadable and/or kSocketWritable; the result may hold kLatchSet, the
 // socket's bits, kTimeout or kPostmasterDeath. `semaphore` and `futex` cannot:
 // a process asleep in sem_wait or FUTEX_WAIT watches no descriptor, which is
-// why the 2010 thread's fastest latch was not PostgreSQL's.
+// why the 2010 latch thread's fastest latch was not PostgreSQL's.
 template <typename L>
 concept SocketLatch = Latch<L> && L::kWaitsOnSocket &&
                       requires(L& latch, int socket, uint32_t events, int64_t timeout_ms) {

@@ -2,7 +2,7 @@
 // SetLatch sends SIGUSR1 to the owner whether it waits or not, the owner's
 // handler writes a byte to its self-pipe while it waits, and the wait sleeps
 // in select() on the pipe (and a socket), its fd_sets rebuilt on every turn.
-// The 2010 thread measured it at 15 µs per ping-pong. Like 2010's, it
+// The 2010 latch thread measured it at 15 µs per ping-pong. Like 2010's, it
 // watches no postmaster-death pipe.
 #ifndef BACKENDLAB_WAITS_SELFPIPE_SELECT_LATCH_H_
 #define BACKENDLAB_WAITS_SELFPIPE_SELECT_LATCH_H_

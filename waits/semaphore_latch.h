@@ -1,6 +1,7 @@
 // `semaphore`: a latch on a POSIX semaphore in shared memory (sem_init with
-// pshared), the 2010 thread's fastest (6 µs per ping-pong): SetLatch posts
-// once per set, the owner sleeps in sem_wait. It cannot also wait on a
+// pshared), the project's stand-in for the 2010 latch thread's fastest (6 µs
+// per ping-pong), whose "native semaphors on linux" are of a kind the thread
+// does not state: SetLatch posts once per set, the owner sleeps in sem_wait. It cannot also wait on a
 // socket or on the postmaster-death pipe — a process in sem_wait watches no
 // descriptor — so it is a Latch but not a SocketLatch, and PostgreSQL kept
 // semaphores for lock waits (PGSemaphore) only. glibc's semaphore is a futex

@@ -2,11 +2,11 @@
 // (docs/sources.md): N client/backend process pairs doing request/response
 // round trips, each backend waiting for its socket with one of the wait
 // strategies — round trips per second, latency, the backends' CPU and
-// system calls per round trip, close()'s share — per strategy × N,
+// system calls per round trip, close()'s wall time — per strategy × N,
 // interleaved, with ratios to `long-lived`. Optionally the postgres_fdw
 // shape: each backend forwards every request to a "remote" server process
-// and waits for its answer with the strategy, the case in which the thread
-// found 62.6 % of the CPU in close(). `backendlab waits` and
+// and waits for its answer with the strategy, the case in which the thread's
+// perf profile had 62.6 % of its samples under close(). `backendlab waits` and
 // waits_benchmark both run it.
 #ifndef BACKENDLAB_WAITS_WAITS_EXPERIMENT_H_
 #define BACKENDLAB_WAITS_WAITS_EXPERIMENT_H_
@@ -64,7 +64,7 @@ struct WaitsRow {
   double user_us = 0, sys_us = 0;  // the backends' CPU per round trip (median of rounds)
   double waits = 0;                // the backends' waits per round trip (median of rounds)
   double close_us = 0;             // the backends' wall time in close() of wait sets, per round trip
-  double close_share = 0;          // close_us / sys_us: what the 2018 WaitLatchOrSocket thread saw as 62.6 %
+  double close_share = 0;          // close_us / sys_us: wall time over CPU time, not a share of a profile
   std::optional<SyscallsPerOp> syscalls;  // the backends' calls per round trip, by kind
   std::optional<double> vs_long_lived;    // round trips/s median over long-lived's, same pairs
 };
