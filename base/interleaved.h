@@ -1,6 +1,9 @@
 // Interleaved rounds: every configuration measured once per round, round
-// robin, so that drift on a shared, noisy machine hits all of them alike. The
-// one loop of every experiment, and the place where it stops on ^C.
+// robin (the order rotated by one each round), so that slow drift on a
+// shared, noisy machine reaches every configuration in every round. It does
+// not balance carry-over (each configuration always follows the same one)
+// or drift within a round. The one loop of every experiment, and the place
+// where it stops on ^C.
 #ifndef BACKENDLAB_BASE_INTERLEAVED_H_
 #define BACKENDLAB_BASE_INTERLEAVED_H_
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/interleaved.h"
@@ -52,7 +53,7 @@ absl::StatusOr<Via> ParseVia(std::string_view text) {
     return via;
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "--via: '", std::string(text), "' is not pgbouncer, pgbouncer:session or pgbouncer:transaction"));
+      "--via: '", absl::CEscape(std::string(text)), "' is not pgbouncer, pgbouncer:session or pgbouncer:transaction"));
 }
 
 absl::StatusOr<std::vector<Via>> ParseVias(const std::vector<std::string>& texts) {

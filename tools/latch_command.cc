@@ -142,7 +142,7 @@ absl::Status RunLatchCommand(std::span<const std::string> args, std::ostream& ou
          "busy SetLatch: a SetLatch on an owner that is running, not waiting (setter's wall time;\n"
          "  setter calls / owner calls: the system calls it costs each side, per SetLatch;\n"
          "  not measured with both processes on one CPU, where a busy owner holds the CPU).\n"
-         "The 2010 thread (Linux 2.6.18, Nehalem): 15 us per ping-pong for the self-pipe + select()\n"
+         "The 2010 latch thread (Linux 2.6.18, Nehalem): 15 us per ping-pong for the self-pipe + select()\n"
          "  latch, 10.5 us with poll(), 9 us for a pipe + poll() hack, 6 us for semaphores.\n";
   PrintSyscallsStatus(out, options->count_syscalls, result->syscalls_status);
   report.SetHeader(header);

@@ -157,8 +157,10 @@ absl::Status RunWaitsCommand(std::span<const std::string> args, std::ostream& ou
   out << "\nrt/s: all pairs together; CPU, waits and system calls: the backends' own, per round trip\n"
          "  (system calls from a separate counted pass); close: wall time in close() of wait sets.\n"
          "Every backend's set holds its latch (signalfd-epoll), the postmaster-death pipe and its socket.\n"
+         "  close/sys is that wall time over the backends' system CPU, not a share of samples.\n"
          "The 2018 WaitLatchOrSocket thread (72 cores, pgbench -S through postgres_fdw): per-call 38k TPS,\n"
-         "  cached 225k, poll 140k; 62.6 % of the CPU in close(). The 2018 kqueue thread: no kqueue on Linux.\n";
+         "  cached 225k, poll 140k; __close in 62.6 % of its perf samples (a share of the whole profile, which\n"
+         "  close/sys is not). The 2018 kqueue thread: no kqueue on Linux.\n";
   PrintSyscallsStatus(out, options->count_syscalls, result->syscalls_status);
   report.SetHeader(header);
   return report.WriteFiles(flags->Get("json"), flags->Get("csv"));

@@ -14,6 +14,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/histogram.h"
@@ -390,7 +391,7 @@ absl::StatusOr<std::vector<int>> ParseCpus(std::string_view text) {
   for (absl::string_view item : absl::StrSplit(std::string(text), ',')) {
     int cpu;
     if (!absl::SimpleAtoi(item, &cpu) || cpu < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--cpus: '", std::string(text), "' is not 'any', a CPU number or two (e.g. 0,1)"));
+      return absl::InvalidArgumentError(absl::StrCat("--cpus: '", absl::CEscape(std::string(text)), "' is not 'any', a CPU number or two (e.g. 0,1)"));
     }
     cpus.push_back(cpu);
   }

@@ -126,6 +126,7 @@ TEST_F(PgCliTest, BadInputIsAUsageError) {
       {"pg", "--profile=builtin", "--conninfo=host=/x", "--postmaster-pid=1"},
       {"pg", "--explain-phases", "--pg-versions=19"},
       {"pg", "--via=odyssey"},
+      {"pg", "--via=pg\nbouncer"},  // escaped: one line
       {"pg", "--via=pgbouncer,pgbouncer:session"},
       {"pg", "--via=pgbouncer", "--pgbouncer=/nonexistent/pgbouncer"},
       {"pg", "--pgbouncer=/usr/sbin/pgbouncer"},

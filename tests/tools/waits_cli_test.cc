@@ -80,6 +80,7 @@ TEST_F(WaitsCliTest, BadInputIsOneLineAndExitTwo) {
       {"latch", "--cpus=0,1,0"},
       {"latch", "--cpus=4096"},
       {"latch", "--cpus=0,0"},
+      {"latch", "--cpus=0\n1"},  // escaped: one line
       {"latch", "--cpus=x"},
       {"latch", "--syscalls=maybe"},
       {"latch", "--pairs=2"},
