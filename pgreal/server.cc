@@ -124,6 +124,10 @@ Settings MeasurementSettings(const ServerOptions& options) {
       // dynamic shared memory.
       {"dynamic_shared_memory_type", "mmap"},
   };
+  // Before 12 the WAL senders' slots came out of max_connections (10 by
+  // default, more than a run's clients + 5): such a server refuses to
+  // start. No connection of the loop replicates.
+  if (options.installation.major > 0 && options.installation.major < 12) s.emplace_back("max_wal_senders", "0");
   for (const auto& [name, value] : options.overrides) {
     bool replaced = false;
     for (auto& [n, v] : s) {

@@ -55,7 +55,8 @@ inline constexpr uint32_t kBuiltinSampleCapacity = 1u << 18;
 
 // The settings a measurement runs with, in the order they are passed
 // (`postgres -c NAME=VALUE`): the measurement's own (fsync, autovacuum,
-// huge pages and logging off, max_connections, shared_buffers) then the
+// huge pages and logging off, max_connections, shared_buffers; before 12
+// max_wal_senders 0, which would otherwise exceed max_connections) then the
 // overrides. Listening and sockets are not among them: the server sets those
 // from its directory.
 Settings MeasurementSettings(const ServerOptions& options);

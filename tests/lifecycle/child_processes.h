@@ -82,6 +82,16 @@ inline std::vector<pid_t> ChildrenOf(pid_t parent) {
   return children;
 }
 
+// The children of `parent` whose command name is `comm`: a tool's mock
+// postmaster ("postmaster", PR_SET_NAME), not its clean-up watchdog ("awk").
+inline std::vector<pid_t> ChildrenNamed(pid_t parent, const std::string& comm) {
+  std::vector<pid_t> children;
+  for (const ProcessStat& p : AllProcesses()) {
+    if (p.ppid == parent && p.comm == comm) children.push_back(p.pid);
+  }
+  return children;
+}
+
 }  // namespace backendlab::test_util
 
 #endif  // BACKENDLAB_TESTS_LIFECYCLE_CHILD_PROCESSES_H_

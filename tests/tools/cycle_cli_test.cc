@@ -361,7 +361,7 @@ std::optional<std::string> WaitUntilRunning(SpawnedTool& tool, const std::string
   std::optional<std::string> socket;
   while (std::chrono::steady_clock::now() < deadline && !tool.Poll()) {
     if (!socket) socket = FindSocket(tmpdir);
-    if (socket && test_util::ChildrenOf(tool.pid()).size() == 1) break;
+    if (socket && test_util::ChildrenNamed(tool.pid(), "postmaster").size() == 1) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_FALSE(tool.Poll()) << "the tool exited early: " << ReadFile(dir + "/stderr");
@@ -376,7 +376,7 @@ TEST_F(CycleCliTest, SigintStopsTheRunCleanlyWithExit130) {
   SpawnedTool tool(LongCycle(), dir_);
   ASSERT_GT(tool.pid(), 0);
   ASSERT_TRUE(WaitUntilRunning(tool, tmpdir_, dir_));
-  const std::vector<pid_t> postmaster = ChildrenOf(tool.pid());
+  const std::vector<pid_t> postmaster = test_util::ChildrenNamed(tool.pid(), "postmaster");
 
   ASSERT_EQ(kill(tool.pid(), SIGINT), 0);
   const std::optional<int> status = tool.WaitFor(std::chrono::seconds(10));

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The measurement scripts of tools/ run end to end, tiny: soak judges
+# memory and descriptors over its samples; the overhead and comparison
+# scripts print each round and the median of their per-round ratios, and
+# leave nothing behind. Usage: scripts_test.sh ROOT PRESET BINARY. Exits 77
+# (skipped, saying why) when BINARY is not PRESET's (a build directory made
+# without a preset), or, for the scripts that start a real server, where
+# Debian's PostgreSQL 15 is not installed.
+set -euo pipefail
+root="$1" preset="$2" binary="$3"
+if [ ! "$root/build/$preset/tools/backendlab" -ef "$binary" ]; then
+  echo "needs a preset's build: $binary is not the $preset preset's binary"
+  exit 77
+fi
+export BACKENDLAB_PRESET="$preset"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+mkdir "$work/tmp"
+# As root the servers run as postgres, which must reach their directories
+# inside TMPDIR: traversable, not listable.
+chmod 0711 "$work" "$work/tmp"
+export TMPDIR="$work/tmp"
+fail=0
+# expect NAME PATTERN COMMAND...: exit 0 and a line of stdout matching PATTERN.
+expect() {
+  local name="$1" pattern="$2"
+  shift 2
+  if ! "$@" >"$work/out" 2>"$work/err"; then
+    echo "FAIL: $name exited non-zero: $(cat "$work/err")" >&2
+    fail=1
+  elif ! grep -Eq "$pattern" "$work/out"; then
+    echo "FAIL: $name printed no line matching '$pattern':" >&2
+    cat "$work/out" >&2
+    fail=1
+  fi
+  if [ -n "$(ls -A "$work/tmp")" ]; then
+    echo "FAIL: $name left in TMPDIR: $(ls -A "$work/tmp")" >&2
+    rm -rf "${work:?}/tmp/"*
+    fail=1
+  fi
+}
+ratios='median of 2 per-round ratios [0-9.]+ \(range [0-9.]+-[0-9.]+'
+INTERVAL=1 expect soak '^postmaster: RSS [0-9]+ -> [0-9]+ kB .*: (flat|NOT FLAT)$' \
+  "$root/tools/soak" --duration=6s --clients=1 --shared-buffers=128MB --layout=hash --work-lookups=10
+ROUNDS=2 expect sampler-overhead "$ratios" "$root/tools/sampler-overhead" --connections=40 --work-lookups=10
+if [ ! -x /usr/lib/postgresql/15/bin/postgres ]; then
+  [ "$fail" -eq 0 ] || exit 1
+  echo "needs postgresql: the real-server scripts are not run (tools/install-deps installs postgresql-15)"
+  exit 77
+fi
+ROUNDS=2 expect pg-counters-overhead "$ratios" "$root/tools/pg-counters-overhead" --connections=20 --warmup=2
+ROUNDS=2 expect pg-vs-pgbench "$ratios" "$root/tools/pg-vs-pgbench" 50
+ROUNDS=2 expect pg-builtin-overhead '^medians of 2 rounds: loaded/without' \
+  "$root/tools/pg-builtin-overhead" --connections=20 --warmup=2
+exit "$fail"
