@@ -151,6 +151,16 @@ TEST_F(PgCliTest, RunAsIsAUsageErrorWithItsReason) {
   ExpectNothingCreated();
 }
 
+// The built-in sampler is loaded into a server the tool starts: with
+// --conninfo the reason is that, not a missing --postmaster-pid.
+TEST_F(PgCliTest, ProfileBuiltinOfAnExistingServerSaysWhyAtOnce) {
+  const test_util::RunResult r = Run({"pg", "--profile=builtin", "--conninfo=host=/x"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(test_util::IsOneLineStartingWith(r.err, "backendlab pg: --profile=builtin loads the sampler library"))
+      << r.err;
+  ExpectNothingCreated();
+}
+
 // A TMPDIR whose server socket would not fit a Unix socket's path: said
 // before anything is made, not by the server after an initdb.
 TEST_F(PgCliTest, ATmpdirTooLongForTheSocketIsAUsageError) {
