@@ -133,12 +133,19 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOpt
 
 namespace {
 
-// The processes of process group `pgid` that have not ended (zombies are
-// left out: they hold nothing but their entry), from /proc.
-std::vector<pid_t> LiveMembersOfGroup(pid_t pgid) {
-  std::vector<pid_t> members;
+// Every process of /proc, as far as its stat can be read, with the fields
+// this file looks at: state, parent, process group.
+struct ProcStat {
+  pid_t pid = 0;
+  char state = 0;
+  pid_t ppid = 0;
+  pid_t pgrp = 0;
+};
+
+std::vector<ProcStat> ProcStats() {
+  std::vector<ProcStat> all;
   DIR* dir = opendir("/proc");
-  if (dir == nullptr) return members;
+  if (dir == nullptr) return all;
   while (const dirent* e = readdir(dir)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     const std::string path = absl::StrCat("/proc/", e->d_name, "/stat");
@@ -149,15 +156,28 @@ std::vector<pid_t> LiveMembersOfGroup(pid_t pgid) {
     close(fd);
     if (n <= 0) continue;
     buf[n] = '\0';
+    // After the comm, which may hold spaces and parentheses.
     const char* after = std::strrchr(buf, ')');
-    char state = 0;
+    ProcStat st;
+    st.pid = static_cast<pid_t>(std::atoi(e->d_name));
     int ppid = 0, pgrp = 0;
-    if (after != nullptr && std::sscanf(after + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 && pgrp == pgid &&
-        state != 'Z') {
-      members.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+    if (after != nullptr && std::sscanf(after + 1, " %c %d %d", &st.state, &ppid, &pgrp) == 3) {
+      st.ppid = ppid;
+      st.pgrp = pgrp;
+      all.push_back(st);
     }
   }
   closedir(dir);
+  return all;
+}
+
+// The processes of process group `pgid` that have not ended (zombies are
+// left out: they hold nothing but their entry).
+std::vector<pid_t> LiveMembersOfGroup(pid_t pgid) {
+  std::vector<pid_t> members;
+  for (const ProcStat& p : ProcStats()) {
+    if (p.pgrp == pgid && p.state != 'Z') members.push_back(p.pid);
+  }
   return members;
 }
 
@@ -269,25 +289,9 @@ std::optional<ProcessTotals> ReadProcessTotals(pid_t pid) {
 
 std::vector<pid_t> ChildrenOf(pid_t pid) {
   std::vector<pid_t> children;
-  DIR* dir = opendir("/proc");
-  if (dir == nullptr) return children;
-  while (const dirent* e = readdir(dir)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    const std::string path = absl::StrCat("/proc/", e->d_name, "/stat");
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    char buf[512];
-    const ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) continue;
-    buf[n] = '\0';
-    const char* after = std::strrchr(buf, ')');
-    int ppid = 0;
-    if (after != nullptr && std::sscanf(after + 1, " %*c %d", &ppid) == 1 && ppid == pid) {
-      children.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
-    }
+  for (const ProcStat& p : ProcStats()) {
+    if (p.ppid == pid) children.push_back(p.pid);
   }
-  closedir(dir);
   return children;
 }
 
