@@ -18,6 +18,7 @@
 #include "base/private_dir.h"
 #include "pgreal/phase_rules.h"
 #include "profiling/perf_record.h"
+#include "profiling/perf_script.h"
 #include "profiling/process_symbolizer.h"
 #include "profiling/process_tree.h"
 
@@ -186,7 +187,7 @@ absl::StatusOr<ServerProfile> ProfileServer(pid_t postmaster, const ServerProfil
   absl::StatusOr<profiling::SystemWideRecording> recording = profiling::RecordSystemWide(record, workload);
   if (!recording.ok()) return recording.status();
   absl::StatusOr<ServerProfile> profile = BuildServerProfile(recording->script, postmaster, aux_roles, options.major);
-  if (!profile.ok()) return profile.status();
+  if (!profile.ok()) return profiling::PerfOutputNotUnderstood(profile.status());
   profile->unwinder = record.call_graph;
   profile->record_seconds = recording->recorded_seconds;
   profile->frequency_hz = options.frequency_hz;

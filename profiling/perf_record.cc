@@ -355,7 +355,9 @@ absl::StatusOr<FoldedStacks> RecordUnderPerf(const PerfRecordOptions& options,
   PerfScriptOptions fold;
   fold.drop_kernel_frames = true;
   fold.short_names = true;
-  return ParsePerfScript(script, fold);
+  absl::StatusOr<FoldedStacks> stacks = ParsePerfScript(script, fold);
+  if (!stacks.ok()) return PerfOutputNotUnderstood(stacks.status());
+  return stacks;
 }
 
 }  // namespace backendlab::profiling

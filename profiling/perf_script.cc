@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "profiling/internal/text.h"
 #include "profiling/symbolizer.h"
@@ -34,11 +35,15 @@ bool IsHexDigits(std::string_view s) {
   });
 }
 
+// A pid as perf prints it, "%d": digits, or -1 for a record of no task
+// (perf's comm is then ":-1").
+bool IsPid(std::string_view s) { return IsDigits(s) || s == "-1"; }
+
 // "pid" or "pid/tid".
 bool IsPidToken(std::string_view token) {
   size_t slash = token.find('/');
-  if (slash == std::string_view::npos) return IsDigits(token);
-  return IsDigits(token.substr(0, slash)) && IsDigits(token.substr(slash + 1));
+  if (slash == std::string_view::npos) return IsPid(token);
+  return IsPid(token.substr(0, slash)) && IsPid(token.substr(slash + 1));
 }
 
 struct Header {
@@ -51,6 +56,7 @@ struct Header {
 // Decimal digits as a number, saturated at INT64_MAX (no pid or count is
 // that large; a corrupt line must not overflow).
 int64_t ToInt(std::string_view digits) {
+  if (digits == "-1") return -1;
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   int64_t value = 0;
   for (char c : digits) {
@@ -165,6 +171,15 @@ absl::StatusOr<std::optional<PerfTaskEvent>> TaskRecordOf(std::string_view rest)
   return std::optional<PerfTaskEvent>(event);
 }
 
+// "perf script line N: WHAT: \"LINE\"", the line escaped and cut at 120
+// bytes: what perf printed that this reader does not know.
+absl::Status LineError(size_t line_number, const std::string& what, std::string_view line) {
+  constexpr size_t kQuoted = 120;
+  return absl::InvalidArgumentError(absl::StrCat("perf script line ", line_number, ": ", what, ": \"",
+                                                 absl::CEscape(std::string(line.substr(0, kQuoted))),
+                                                 line.size() > kQuoted ? "...\"" : "\""));
+}
+
 struct Frame {
   std::string symbol;
   bool kernel = false;
@@ -239,8 +254,7 @@ absl::Status ForEachPerfScriptRecord(std::string_view text, const PerfScriptOpti
     if (IsSpace(line.front()) && !IsIndentedHeader(line)) {
       if (in_record) continue;
       if (!sample.has_value()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("perf script line ", line_number, ": frame line outside a sample"));
+        return LineError(line_number, "frame line outside a sample", line);
       }
       Frame frame = FrameOf(line);
       if (options.drop_kernel_frames && frame.kernel) continue;
@@ -255,12 +269,11 @@ absl::Status ForEachPerfScriptRecord(std::string_view text, const PerfScriptOpti
     in_record = false;
     std::optional<Header> header = HeaderOf(line);
     if (!header.has_value() || header->comm.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("perf script line ", line_number, ": sample header without a pid"));
+      return LineError(line_number, "sample header without a pid", line);
     }
     absl::StatusOr<std::optional<PerfTaskEvent>> task = TaskRecordOf(header->rest);
     if (!task.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("perf script line ", line_number, ": ", task.status().message()));
+      return LineError(line_number, std::string(task.status().message()), line);
     }
     if (task->has_value()) {
       in_record = true;
@@ -275,6 +288,10 @@ absl::Status ForEachPerfScriptRecord(std::string_view text, const PerfScriptOpti
   }
   finish_sample();
   return absl::OkStatus();
+}
+
+absl::Status PerfOutputNotUnderstood(const absl::Status& status) {
+  return absl::InternalError(absl::StrCat("perf script's output not understood: ", status.message()));
 }
 
 absl::StatusOr<FoldedStacks> ParsePerfScript(std::string_view text, const PerfScriptOptions& options) {

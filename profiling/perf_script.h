@@ -22,8 +22,9 @@ namespace backendlab::profiling {
 // ("[unknown]" or none) is named by its dso's file name, "[libc.so.6]", as
 // the symbolizer names it, or "[unknown]" without a dso. A sample without
 // frame lines counts as a stack of just the comm. Lines starting with '#' (perf's header) are skipped.
-// A frame line before any header, or a header without a pid, is
-// InvalidArgument naming the line number.
+// A header's pid may be -1, what perf prints for a record of no task (its
+// comm is then ":-1"). A frame line before any header, or a header without a
+// pid, is InvalidArgument naming the line number and quoting the line.
 //
 // With options: drop_kernel_frames removes frames in the kernel (dso
 // "[kernel.kallsyms]" or a kernel address), so kernel time is charged to the
@@ -34,6 +35,11 @@ struct PerfScriptOptions {
   bool short_names = false;
 };
 absl::StatusOr<FoldedStacks> ParsePerfScript(std::string_view text, const PerfScriptOptions& options = {});
+
+// What a caller that fed this reader perf's own output returns when it
+// failed: no usage error (the input was perf's, not the user's), Internal,
+// saying whose output was not understood and the reader's message.
+absl::Status PerfOutputNotUnderstood(const absl::Status& status);
 
 // One sample of `perf script` output, as ParsePerfScript reads it.
 struct PerfScriptSample {

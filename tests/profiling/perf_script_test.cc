@@ -55,6 +55,32 @@ TEST(PerfScriptTest, ErrorsNameTheLine) {
   absl::StatusOr<FoldedStacks> no_pid = ParsePerfScript("a 1/1 1.0: 1 c:\n\tff f (x)\n\nnot a header\n");
   ASSERT_FALSE(no_pid.ok());
   EXPECT_NE(no_pid.status().message().find("line 4"), std::string::npos) << no_pid.status();
+  EXPECT_NE(no_pid.status().message().find("\"not a header\""), std::string::npos) << "the line itself";
+}
+
+// A record of no task: perf prints ":-1" for its comm and sample->pid, -1,
+// with "%d" (builtin-script.c, perf_sample__fprintf_start). It is a header:
+// a record this reader skips, a sample of pid -1.
+TEST(PerfScriptTest, ARecordOfNoTaskIsAHeaderWithPidMinusOne) {
+  constexpr char kNoTask[] =
+      ":-1      -1/-1      27431.147000: PERF_RECORD_MMAP2 -1/0: [0x0(0x0) @ 0 00:00 0 0]: x [vdso]\n"
+      ":-1 -1/-1 27431.147100: cpu-clock: \n"
+      "\tffffffffa1001000 clear_page_erms+0xe ([kernel.kallsyms])\n"
+      "\n"
+      "postgres  4175/4175  20095.736303: cpu-clock: \n"
+      "\t          44db7a InitializeLatchSupport (/usr/lib/postgresql/15/bin/postgres)\n";
+  std::vector<PerfScriptSample> samples;
+  int events = 0;
+  const absl::Status status = ForEachPerfScriptRecord(
+      kNoTask, {}, [&](PerfScriptSample&& s) { samples.push_back(std::move(s)); },
+      [&](const PerfTaskEvent&) { ++events; });
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(events, 0) << "an MMAP2 record is no task event";
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_EQ(samples[0].comm, ":-1");
+  EXPECT_EQ(samples[0].pid, -1);
+  EXPECT_EQ(samples[0].tid, -1);
+  EXPECT_EQ(samples[1].pid, 4175);
 }
 
 }  // namespace
