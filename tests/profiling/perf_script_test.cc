@@ -60,7 +60,8 @@ TEST(PerfScriptTest, ErrorsNameTheLine) {
 
 // A record of no task: perf prints ":-1" for its comm and sample->pid, -1,
 // with "%d" (builtin-script.c, perf_sample__fprintf_start). It is a header:
-// a record this reader skips, a sample of pid -1.
+// a record this reader skips, a sample of pid -1. The lines are hand-typed
+// after that format; none was seen on the development machine.
 TEST(PerfScriptTest, ARecordOfNoTaskIsAHeaderWithPidMinusOne) {
   constexpr char kNoTask[] =
       ":-1      -1/-1      27431.147000: PERF_RECORD_MMAP2 -1/0: [0x0(0x0) @ 0 00:00 0 0]: x [vdso]\n"
