@@ -1,0 +1,172 @@
+// The statistics layer on data with a known answer: t quantiles, paired
+// ratios against a hand-computed example, the coverage of the intervals in
+// simulation, and verdicts on planted effects.
+#include "base/statistics.h"
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace backendlab {
+namespace {
+
+TEST(StatisticsTest, StudentTQuantilesAreTheTabulatedOnes) {
+  // Two-sided 95 %: every table of Student's t.
+  EXPECT_NEAR(StudentTQuantile(1), 12.7062, 1e-3);
+  EXPECT_NEAR(StudentTQuantile(2), 4.3027, 1e-4);
+  EXPECT_NEAR(StudentTQuantile(4), 2.7764, 1e-4);
+  EXPECT_NEAR(StudentTQuantile(10), 2.2281, 1e-4);
+  EXPECT_NEAR(StudentTQuantile(30), 2.0423, 1e-4);
+  EXPECT_NEAR(StudentTQuantile(100000), 1.9600, 1e-3);
+  EXPECT_NEAR(StudentTQuantile(10, 0.99), 3.1693, 1e-3);
+  EXPECT_EQ(StudentTQuantile(10), StudentTQuantile(10));  // the remembered one
+}
+
+// Worked by hand: log ratios ln 1.1, ln 1.2, ln 1 = 0.09531, 0.18232, 0;
+// mean 0.092544, sample sd 0.091192, t(2) = 4.3027, half-width
+// 4.3027 * 0.091192 / sqrt(3) = 0.22654; exp of mean and of mean -/+ half.
+TEST(StatisticsTest, PairedRatioMatchesAHandComputedExample) {
+  const std::vector<double> a = {110, 120, 100}, b = {100, 100, 100};
+  const RatioEstimate r = PairedRatio(a, b, Better::kHigher);
+  EXPECT_EQ(r.rounds, 3);
+  EXPECT_NEAR(r.ratio, 1.09696, 1e-5);
+  ASSERT_TRUE(r.has_interval);
+  EXPECT_NEAR(r.interval.low, 0.87460, 1e-5);
+  EXPECT_NEAR(r.interval.high, 1.37586, 1e-5);
+  EXPECT_EQ(r.verdict, Verdict::kSame);
+  EXPECT_EQ(VerdictName(r.verdict), "~");
+  // A/B and B/A say the same thing.
+  const RatioEstimate back = PairedRatio(b, a, Better::kHigher);
+  EXPECT_NEAR(back.ratio, 1 / r.ratio, 1e-12);
+  EXPECT_NEAR(back.interval.low, 1 / r.interval.high, 1e-12);
+}
+
+// Pairing is the point: a machine that drifts tenfold between rounds, with
+// A 10 % dearer than B in every round, gives a ratio of exactly 1.1 and a
+// verdict, where the two configurations' own spreads overlap entirely.
+TEST(StatisticsTest, PairedRatiosCancelDriftBetweenRounds) {
+  const std::vector<double> b = {1, 10, 3, 7, 2};
+  std::vector<double> a;
+  for (double x : b) a.push_back(1.1 * x);
+  const RatioEstimate cost = PairedRatio(a, b, Better::kLower);
+  EXPECT_NEAR(cost.ratio, 1.1, 1e-12);
+  EXPECT_NEAR(cost.interval.low, 1.1, 1e-9);
+  EXPECT_NEAR(cost.interval.high, 1.1, 1e-9);
+  EXPECT_EQ(cost.verdict, Verdict::kSlower);  // a cost 10 % higher
+  EXPECT_EQ(PairedRatio(a, b, Better::kHigher).verdict, Verdict::kFaster);  // a rate 10 % higher
+}
+
+TEST(StatisticsTest, RoundsWithoutAFigureAreLeftOutAndOneRoundHasNoInterval) {
+  const std::vector<double> a = {2, 0, 4}, b = {1, 3, -1};
+  const RatioEstimate r = PairedRatio(a, b, Better::kHigher);
+  EXPECT_EQ(r.rounds, 1);
+  EXPECT_DOUBLE_EQ(r.ratio, 2);
+  EXPECT_FALSE(r.has_interval);
+  EXPECT_EQ(r.verdict, Verdict::kSame);
+  EXPECT_EQ(PairedRatio({}, {}, Better::kHigher).rounds, 0);
+}
+
+// One simulated comparison: `rounds` rounds; in each, the machine's speed
+// drifts (a factor shared by both configurations, log-sd 0.3), and each
+// configuration's figure is the mean cost of `connections` connections,
+// exponentially distributed about its true cost (B 1, A `true_ratio`):
+// a Gamma(connections, 1 / connections) draw.
+RatioEstimate SimulatedComparison(std::mt19937_64& rng, int rounds, int connections, double true_ratio) {
+  std::lognormal_distribution<double> drift(0, 0.3);
+  std::gamma_distribution<double> mean_cost(connections, 1.0 / connections);
+  std::vector<double> a, b;
+  for (int r = 0; r < rounds; ++r) {
+    const double d = drift(rng);
+    a.push_back(d * true_ratio * mean_cost(rng));
+    b.push_back(d * mean_cost(rng));
+  }
+  return PairedRatio(a, b, Better::kLower);
+}
+
+// The bar: the 95 % interval covers the true ratio in 93-97 % of
+// 2,000 draws (binomial sd 0.49 %: the band is 4 sd wide each side, so no
+// seed fails it by luck), for few rounds and for many.
+TEST(StatisticsTest, IntervalsCoverTheTrueRatioNinetyFivePercentOfTheTime) {
+  std::mt19937_64 rng(20261202);
+  for (const int rounds : {3, 10, 30}) {
+    int covered = 0;
+    constexpr int kDraws = 2000;
+    for (int i = 0; i < kDraws; ++i) covered += SimulatedComparison(rng, rounds, 50, 1.1).interval.Covers(1.1);
+    const double coverage = static_cast<double>(covered) / kDraws;
+    RecordProperty("coverage_" + std::to_string(rounds) + "_rounds", std::to_string(coverage));
+    EXPECT_GE(coverage, 0.93) << rounds << " rounds";
+    EXPECT_LE(coverage, 0.97) << rounds << " rounds";
+  }
+}
+
+TEST(StatisticsTest, VerdictsAreRightOnPlantedEffectsOfZeroAndTenPercent) {
+  std::mt19937_64 rng(7);
+  constexpr int kDraws = 2000;
+  int same = 0, slower = 0, faster = 0;
+  for (int i = 0; i < kDraws; ++i) {
+    same += SimulatedComparison(rng, 10, 2000, 1.0).verdict == Verdict::kSame;
+    slower += SimulatedComparison(rng, 10, 2000, 1.1).verdict == Verdict::kSlower;   // A costs 10 % more
+    faster += SimulatedComparison(rng, 10, 2000, 1 / 1.1).verdict == Verdict::kFaster;
+  }
+  // No effect: `~` but for the 5 % the interval is allowed to miss
+  // (binomial: 93 % is 4 sd below 95 %). A 10 % effect over 10 rounds of
+  // 2,000 connections lies 9.5 standard errors from 1 (log 1.1 over
+  // sqrt(2 / 2000 / 10)): missed essentially never.
+  RecordProperty("same_of_2000", same);
+  RecordProperty("slower_of_2000", slower);
+  RecordProperty("faster_of_2000", faster);
+  EXPECT_GE(same, kDraws * 93 / 100);
+  EXPECT_GE(slower, kDraws * 99 / 100);
+  EXPECT_GE(faster, kDraws * 99 / 100);
+}
+
+TEST(StatisticsTest, MedianIntervalsAreOrderStatistics) {
+  std::vector<double> five = {5, 1, 4, 2, 3};
+  EXPECT_DOUBLE_EQ(MedianWithInterval(five).median, 3);
+  EXPECT_FALSE(MedianWithInterval(five).interval.has_value());  // [min, max] holds it with 93.75 % only
+  std::vector<double> six = {6, 1, 5, 2, 4, 3};
+  const MedianEstimate m6 = MedianWithInterval(six);
+  EXPECT_DOUBLE_EQ(m6.median, 3.5);
+  ASSERT_TRUE(m6.interval.has_value());
+  EXPECT_DOUBLE_EQ(m6.interval->low, 1);
+  EXPECT_DOUBLE_EQ(m6.interval->high, 6);
+  // n = 100: P(Bin(100, 1/2) <= 39) = 0.0176 and <= 40 is 0.0284, so the
+  // interval is [X(40), X(61)].
+  std::vector<double> hundred;
+  for (int i = 100; i >= 1; --i) hundred.push_back(i);
+  const MedianEstimate m100 = MedianWithInterval(hundred);
+  ASSERT_TRUE(m100.interval.has_value());
+  EXPECT_DOUBLE_EQ(m100.interval->low, 40);
+  EXPECT_DOUBLE_EQ(m100.interval->high, 61);
+  // Past 2^-1074 underflow: still an interval, not the median alone.
+  std::vector<double> many(5000);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = static_cast<double>(i);
+  const MedianEstimate big = MedianWithInterval(many);
+  ASSERT_TRUE(big.interval.has_value());
+  EXPECT_LT(big.interval->low, big.median - 30);
+  EXPECT_GT(big.interval->high, big.median + 30);
+}
+
+// Order statistics hold the median with at least the stated confidence
+// (for n = 20: [X(6), X(15)], 95.9 %), whatever the distribution.
+TEST(StatisticsTest, MedianIntervalsCoverTheTrueMedian) {
+  std::mt19937_64 rng(11);
+  std::exponential_distribution<double> cost(1.0);
+  const double true_median = std::log(2.0);
+  int covered = 0;
+  constexpr int kDraws = 2000;
+  for (int i = 0; i < kDraws; ++i) {
+    std::vector<double> v(20);
+    for (double& x : v) x = cost(rng);
+    covered += MedianWithInterval(v).interval->Covers(true_median);
+  }
+  RecordProperty("median_covered_of_2000", covered);
+  EXPECT_GE(covered, kDraws * 93 / 100);
+  EXPECT_LE(covered, kDraws * 99 / 100);
+}
+
+}  // namespace
+}  // namespace backendlab
