@@ -1,9 +1,9 @@
-// Interleaved rounds: every configuration measured once per round, round
-// robin (the order rotated by one each round), so that slow drift on a
-// shared, noisy machine reaches every configuration in every round. It does
-// not balance carry-over (each configuration always follows the same one)
-// or drift within a round. The one loop of every experiment, and the place
-// where it stops on ^C.
+// Interleaved rounds: every configuration measured once per round, in an
+// order shuffled afresh each round (seeded, so a run can be repeated), so
+// that drift on a shared, noisy machine reaches every configuration in every
+// round, and neither a configuration's place in the round nor the one before
+// it is the same every time (a rotation by one always puts B after A). The
+// one loop of every experiment, and the place where it stops on ^C.
 #ifndef BACKENDLAB_BASE_INTERLEAVED_H_
 #define BACKENDLAB_BASE_INTERLEAVED_H_
 
@@ -12,10 +12,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <numeric>
+#include <random>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "base/interrupt.h"
 
 namespace backendlab {
@@ -24,42 +29,80 @@ namespace backendlab {
 // turns it into exit 128 + the signal.
 inline absl::Status StoppedStatus() { return absl::CancelledError("interrupted: stopped early, every child reaped"); }
 
+// The order seed of a run that names none: every run repeats the same
+// orders unless asked otherwise (--seed), and prints the seed it used.
+inline constexpr uint64_t kDefaultOrderSeed = 1;
+
+// How many rounds, and the orders within them.
+struct RoundPlan {
+  RoundPlan(int64_t max_rounds) : rounds(max_rounds) {}  // NOLINT: a count of rounds is a plan
+  RoundPlan(int64_t max_rounds, uint64_t order_seed) : rounds(max_rounds), seed(order_seed) {}
+  int64_t rounds;                    // at most; after_round may end them sooner
+  uint64_t seed = kDefaultOrderSeed;
+};
+
+// Round `round`'s order of `configs` configurations under `seed`: a
+// Fisher-Yates shuffle of our own over std::mt19937_64 (whose sequence the
+// standard fixes; std::shuffle's use of it is the library's), so that a
+// seed gives the same orders with every compiler.
+inline std::vector<size_t> RoundOrder(uint64_t seed, int64_t round, size_t configs) {
+  std::vector<size_t> order(configs);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(round));
+  for (size_t i = configs; i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
+  return order;
+}
+
 // Calls measure(index, round) for every configuration index in [0, configs)
-// in each of `rounds` rounds, each round starting one further along, then
-// after_round(round). Shows "name: round i/n, run k/N" on stderr while it
-// runs if stderr is a terminal. Stops at the first error and returns it, and
-// before the next run once a stop was asked for (StopRequested(): never
-// reset, so a signal that arrived during a run, after its own loop had
-// looked, still ends the matrix): StoppedStatus().
+// in each round, in RoundOrder, then after_round(round), which returns a
+// Status, or a StatusOr<bool>: false when no further round is wanted (the
+// answer is precise enough, or time is up). Shows "name: round i/n, run k"
+// on stderr while it runs if stderr is a terminal. Stops at the first error
+// and returns it, and before the next run once a stop was asked for
+// (StopRequested(): never reset, so a signal that arrived during a run,
+// after its own loop had looked, still ends the matrix): StoppedStatus().
 template <typename Measure, typename AfterRound>
-absl::Status RunInterleaved(std::string_view name, int64_t rounds, size_t configs, Measure measure,
+absl::Status RunInterleaved(std::string_view name, const RoundPlan& plan, size_t configs, Measure measure,
                             AfterRound after_round) {
   const bool progress = isatty(STDERR_FILENO);
   const std::string label(name);
-  const size_t runs = configs * static_cast<size_t>(rounds);
   size_t done = 0;
   absl::Status status;
-  for (int64_t round = 0; round < rounds && status.ok(); ++round) {
-    for (size_t i = 0; i < configs && status.ok(); ++i, ++done) {
+  bool more = true;
+  for (int64_t round = 0; round < plan.rounds && more && status.ok(); ++round) {
+    for (const size_t i : RoundOrder(plan.seed, round, configs)) {
       if (StopRequested()) {
         status = StoppedStatus();
         break;
       }
       if (progress) {
-        std::fprintf(stderr, "\r%s: round %lld/%lld, run %zu/%zu\033[K", label.c_str(), static_cast<long long>(round + 1),
-                     static_cast<long long>(rounds), done + 1, runs);
+        std::fprintf(stderr, "\r%s: round %lld/%lld, run %zu\033[K", label.c_str(), static_cast<long long>(round + 1),
+                     static_cast<long long>(plan.rounds), done + 1);
       }
-      status = measure((i + static_cast<size_t>(round)) % configs, round);
+      status = measure(i, round);
+      ++done;
+      if (!status.ok()) break;
     }
-    if (status.ok()) status = StopRequested() ? StoppedStatus() : after_round(round);
+    if (!status.ok()) break;
+    if (StopRequested()) {
+      status = StoppedStatus();
+      break;
+    }
+    if constexpr (std::is_same_v<std::invoke_result_t<AfterRound, int64_t>, absl::StatusOr<bool>>) {
+      absl::StatusOr<bool> again = after_round(round);
+      if (!again.ok()) status = again.status();
+      else more = *again;
+    } else {
+      status = after_round(round);
+    }
   }
   if (progress) std::fprintf(stderr, "\r\033[K");
   return status;
 }
 
 template <typename Measure>
-absl::Status RunInterleaved(std::string_view name, int64_t rounds, size_t configs, Measure measure) {
-  return RunInterleaved(name, rounds, configs, measure, [](int64_t) { return absl::OkStatus(); });
+absl::Status RunInterleaved(std::string_view name, const RoundPlan& plan, size_t configs, Measure measure) {
+  return RunInterleaved(name, plan, configs, measure, [](int64_t) { return absl::OkStatus(); });
 }
 
 }  // namespace backendlab

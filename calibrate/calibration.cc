@@ -414,7 +414,7 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
               {"real_minor_faults_per_connection", real_target.minor_faults}};
 
   // The side-by-side: real and mock (weighed and not) at the fit's size and
-  // the check's, round robin.
+  // the check's, in an order shuffled each round.
   const std::vector<pgreal::PgTargetResult> snapshot = [&] {
     std::vector<pgreal::PgTargetResult> v;
     for (size_t i = 0; i < sizes; ++i) v.push_back(pg.target(i));

@@ -1,4 +1,4 @@
-// Servers started in a row, measured round robin, stopped on every path.
+// Servers started in a row, measured in rounds of shuffled order, stopped on every path.
 #include "pgreal/pg_run.h"
 
 #include <unistd.h>

@@ -156,7 +156,7 @@ class PgServers {
   std::vector<std::unique_ptr<Pooler>> poolers_;  // target -> its pooler, null when direct
 };
 
-// Start, options.rounds rounds round robin (base/interleaved.h), --profile's
+// Start, options.rounds interleaved rounds (base/interleaved.h), --profile's
 // pass, Finish. Bad options are InvalidArgument; a server that cannot start
 // or dies, or a connection that fails, is an error with what the server
 // logged; Cancelled on a stop request. Every server is stopped and removed

@@ -1,6 +1,6 @@
 // `backendlab compare`: a matrix of configurations (layout x exit-check x
 // shared_buffers x catcache x syscache), each run by lifecycle::RunCycle once
-// per round, round robin, so that drift on a shared machine hits every
+// per round, in an order shuffled each round, so that drift on a shared machine hits every
 // configuration alike; one table with ratios against a baseline, and a chart.
 #include <unistd.h>
 
@@ -83,7 +83,7 @@ std::string CompareUsage() {
       "usage: backendlab compare [flags]\n"
       "Runs connect/disconnect loops over every combination of the listed layouts,\n"
       "exit-check policies, shared_buffers sizes, catcaches and syscaches, interleaved\n"
-      "round robin, and prints conn/s and exit-phase costs with ratios to a baseline.\n\n",
+      "in an order shuffled each round, and prints conn/s and exit-phase costs with ratios to a baseline.\n\n",
       FlagsHelp(kFlags));
 }
 

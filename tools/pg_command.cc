@@ -30,7 +30,7 @@ constexpr FlagSpec kFlags[] = {
     {"bindir", "", "a PostgreSQL build's bin directory (default: Debian's PostgreSQL 15)"},
     {"pg-versions", "", "major versions, e.g. 15,17,18: Debian's where installed, else tools/fetch-postgres's"},
     {"shared-buffers", "", "shared_buffers of the servers, one server per size (default 128MB,8GB)"},
-    {"rounds", "3", "interleaved rounds: every server once per round, round robin"},
+    {"rounds", "3", "interleaved rounds: every server once per round, in a shuffled order"},
     {"clients", "1", "connections in flight at once"},
     {"connections", "", "measured connections per run (default 300 unless --duration)"},
     {"duration", "", "run for this long instead, e.g. 5s"},

@@ -66,7 +66,7 @@ absl::Status ValidateLatchOptions(const LatchExperimentOptions& options);
 // "any" → {}, "0" → {0}, "0,1" → {0, 1}. Only the syntax; ValidateLatchOptions checks the CPUs.
 absl::StatusOr<std::vector<int>> ParseCpus(std::string_view text);
 
-// Runs the rounds (each latch once per round, round robin), then the
+// Runs the rounds (each latch once per round, in a shuffled order), then the
 // counting pass. Children are reaped and nothing is left on every path; a
 // stop (^C) ends the run under way and returns StoppedStatus().
 absl::StatusOr<LatchExperimentResult> RunLatchExperiment(const LatchExperimentOptions& options);

@@ -1,6 +1,9 @@
-// RunInterleaved: round-robin order, and the stop request ending the rounds.
+// RunInterleaved: shuffled orders from a seed, rounds ended early, and the
+// stop request ending the rounds.
 #include "base/interleaved.h"
 
+#include <algorithm>
+#include <array>
 #include <csignal>
 #include <vector>
 
@@ -26,16 +29,64 @@ TEST(InterleavedTest, AStopEndsTheRoundsBeforeTheNextRun) {
   EXPECT_EQ(runs, 12);
 }
 
-TEST(InterleavedTest, EachRoundStartsOneFurtherAlong) {
+TEST(InterleavedTest, EachRoundIsAShuffleOfEveryConfigurationRepeatableFromItsSeed) {
   ResetStopRequestForTesting();
   std::vector<size_t> order;
   std::vector<int64_t> after;
   ASSERT_TRUE(RunInterleaved(
-                  "test", 2, 3, [&](size_t i, int64_t) { return order.push_back(i), absl::OkStatus(); },
+                  "test", RoundPlan(4, 99), 5, [&](size_t i, int64_t) { return order.push_back(i), absl::OkStatus(); },
                   [&](int64_t round) { return after.push_back(round), absl::OkStatus(); })
                   .ok());
-  EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2, 1, 2, 0}));
-  EXPECT_EQ(after, (std::vector<int64_t>{0, 1}));
+  ASSERT_EQ(order.size(), 20u);
+  for (int64_t round = 0; round < 4; ++round) {
+    const std::vector<size_t> expected = RoundOrder(99, round, 5);
+    EXPECT_EQ(std::vector<size_t>(order.begin() + round * 5, order.begin() + round * 5 + 5), expected);
+    std::vector<size_t> sorted = expected;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, (std::vector<size_t>{0, 1, 2, 3, 4}));
+  }
+  EXPECT_EQ(after, (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(RoundOrder(99, 3, 5), RoundOrder(99, 3, 5));
+}
+
+// Over many rounds every configuration runs first about as often as any
+// other, and follows each other one: no fixed neighbour, no fixed place.
+TEST(InterleavedTest, ShuffledOrdersBalancePlacesAndNeighbours) {
+  constexpr int kRounds = 3000;
+  std::array<int, 3> first{};
+  std::array<std::array<int, 3>, 3> after{};  // after[x][y]: y ran right after x
+  for (int64_t round = 0; round < kRounds; ++round) {
+    const std::vector<size_t> o = RoundOrder(kDefaultOrderSeed, round, 3);
+    ++first[o[0]];
+    for (size_t k = 1; k < o.size(); ++k) ++after[o[k - 1]][o[k]];
+  }
+  // Each first 1000 times (sd 26), and each ordered pair adjacent 1000
+  // times (2 of a round's 6 ordered pairs are): 200 is far outside chance,
+  // and a rotation by one, which never runs 0 right after 1, fails it.
+  for (size_t c = 0; c < 3; ++c) {
+    EXPECT_NEAR(first[c], kRounds / 3, 200) << c;
+    for (size_t d = 0; d < 3; ++d) {
+      if (c == d) continue;
+      EXPECT_NEAR(after[c][d], kRounds / 3, 200) << c << " then " << d;
+    }
+  }
+}
+
+// after_round may end the rounds: what --precision does once it is met.
+TEST(InterleavedTest, AfterRoundCanEndTheRoundsEarly) {
+  ResetStopRequestForTesting();
+  int runs = 0;
+  const absl::Status s = RunInterleaved(
+      "test", 10, 2, [&](size_t, int64_t) { return ++runs, absl::OkStatus(); },
+      [&](int64_t round) -> absl::StatusOr<bool> { return round < 2; });
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(runs, 6);  // rounds 0, 1 and 2
+  runs = 0;
+  const absl::Status failed = RunInterleaved(
+      "test", 10, 2, [&](size_t, int64_t) { return ++runs, absl::OkStatus(); },
+      [&](int64_t) -> absl::StatusOr<bool> { return absl::InternalError("boom"); });
+  EXPECT_EQ(failed.message(), "boom");
+  EXPECT_EQ(runs, 2);
 }
 
 }  // namespace
