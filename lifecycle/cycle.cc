@@ -237,16 +237,9 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
   results_read.Reset();
   int status = 0;
   pid_t waited;
-  rusage usage{};
-  while ((waited = wait4(postmaster, &status, 0, &usage)) < 0 && errno == EINTR) {
+  while ((waited = waitpid(postmaster, &status, 0)) < 0 && errno == EINTR) {
   }
   if (waited < 0) return Errno("waitpid(postmaster)");
-  // wait4's figures hold the postmaster's own and those of every child it
-  // reaped.
-  result.server.cpu_ns = (int64_t{usage.ru_utime.tv_sec} + usage.ru_stime.tv_sec) * 1'000'000'000 +
-                         (int64_t{usage.ru_utime.tv_usec} + usage.ru_stime.tv_usec) * 1000;
-  result.server.minor_faults = usage.ru_minflt;
-  result.server.major_faults = usage.ru_majflt;
   result.server.connections = clients.accepted();
   if (server_syscalls.ok()) {
     profiling::SyscallCounters::Counts counts;
@@ -321,16 +314,10 @@ void MergeRound(const CycleResult& round, CycleResult& total) {
   total.backends.Merge(round.backends);
   total.connect_latency_ns.Merge(round.connect_latency_ns);
   total.query_latency_ns.Merge(round.query_latency_ns);
-  total.server.cpu_ns += round.server.cpu_ns;
-  total.server.minor_faults += round.server.minor_faults;
-  total.server.major_faults += round.server.major_faults;
-  total.server.connections += round.server.connections;
-  if (round.server.syscalls >= 0) {
-    total.server.syscalls = std::max<int64_t>(total.server.syscalls, 0) + round.server.syscalls;
-    total.server.syscalls_by_kind.resize(round.server.syscalls_by_kind.size());
-    for (size_t i = 0; i < round.server.syscalls_by_kind.size(); ++i) {
-      total.server.syscalls_by_kind[i] += round.server.syscalls_by_kind[i];
-    }
+  if (total.server.connections == 0) {
+    total.server = round.server;  // the first round: its figures, counted or not
+  } else {
+    total.server += round.server;
   }
   total.baseline_fork_ns.Merge(round.baseline_fork_ns);
   total.connections += round.connections;

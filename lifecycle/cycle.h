@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "base/histogram.h"
 #include "base/names.h"
+#include "base/server_usage.h"
 #include "lifecycle/backend.h"
 #include "lifecycle/backend_record.h"
 #include "lifecycle/cycle_stats.h"
@@ -78,20 +79,12 @@ struct CycleResult {
   // are tagged `fork`) from the backends'.
   int32_t postmaster_pid = 0;
   // Fork mode: the whole server as `pg` measures a real one — the
-  // postmaster and every backend it reaped (wait4 of the postmaster), over
-  // every connection it accepted, warm-up and bare forks included (set
-  // baseline_forks to 0 for a server's figures alone).
-  struct Server {
-    int64_t cpu_ns = 0;
-    int64_t minor_faults = 0;
-    int64_t major_faults = 0;
-    int64_t connections = 0;  // accepted: warm-up, measured and failed
-    // With server_syscall_kinds, where the kernel counts them: every call
-    // (-1 not counted) and each kind's.
-    int64_t syscalls = -1;
-    std::vector<int64_t> syscalls_by_kind;
-  };
-  Server server;
+  // postmaster and every backend it reaped (getrusage of itself and its
+  // children, from after the opening bare forks to the last backend's
+  // reaping), over every connection it accepted, warm-up included. The bare
+  // forks are left out of CPU and faults; system calls (perf, inherited,
+  // opened when the postmaster starts) count their few calls too.
+  ServerUsage server;
 };
 
 // Adds one run's figures and counts to `total` (one configuration's rounds

@@ -58,7 +58,7 @@ absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninf
   std::vector<int64_t> before(std::size(kServerEvents), -1), after(std::size(kServerEvents), -1);
   profiling::PerfCounters counters;
   size_t baseline = 0;
-  std::optional<internal::ProcessTotals> proc_before;
+  std::optional<internal::ProcessTotals> proc_before, proc_round;
   profiling::SyscallCounters syscalls;
   profiling::SyscallCounters::Counts calls_before, calls_after;
   bool counting_calls = false;
@@ -106,6 +106,11 @@ absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninf
     const std::optional<internal::ProcessTotals> proc_after = internal::ReadProcessTotals(postmaster);
     target.proc_available = proc_before && proc_after;
     if (target.proc_available) {
+      proc_round = internal::ProcessTotals{proc_after->cpu_ns - proc_before->cpu_ns,
+                                           proc_after->user_ns - proc_before->user_ns,
+                                           proc_after->system_ns - proc_before->system_ns,
+                                           proc_after->minor_faults - proc_before->minor_faults,
+                                           proc_after->major_faults - proc_before->major_faults};
       target.server_cpu_ns += proc_after->cpu_ns - proc_before->cpu_ns;
       target.server_minor_faults += proc_after->minor_faults - proc_before->minor_faults;
       target.server_major_faults += proc_after->major_faults - proc_before->major_faults;
@@ -121,8 +126,10 @@ absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninf
   }
   // Counted only if every round could count.
   target.server_syscall_kinds = options.server_syscall_kinds;
+  std::optional<profiling::SyscallCounters::Counts> round_calls;
+  if (counting_calls) round_calls = syscalls.Between(calls_before, calls_after);
   if (counting_calls && (target.rates.empty() || target.server_syscalls >= 0)) {
-    const profiling::SyscallCounters::Counts calls = syscalls.Between(calls_before, calls_after);
+    const profiling::SyscallCounters::Counts& calls = *round_calls;
     target.server_syscalls = std::max<int64_t>(target.server_syscalls, 0) + calls.total;
     target.server_syscalls_by_kind.resize(calls.by_kind.size(), 0);
     for (size_t k = 0; k < calls.by_kind.size(); ++k) target.server_syscalls_by_kind[k] += calls.by_kind[k];
@@ -132,6 +139,28 @@ absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninf
   }
   target.server_connections += result->connections + loop.warmup;
   target.rates.push_back(result->connections_per_second());
+  if (postmaster > 0 && proc_round) {
+    ServerUsage u;
+    u.connections = result->connections + loop.warmup;
+    u.cpu_ns = proc_round->cpu_ns;
+    u.user_ns = proc_round->user_ns;
+    u.system_ns = proc_round->system_ns;
+    u.minor_faults = proc_round->minor_faults;
+    u.major_faults = proc_round->major_faults;
+    const auto event = [&](profiling::PerfEvent e) -> int64_t {
+      for (size_t i = 0; i < std::size(kServerEvents); ++i) {
+        if (kServerEvents[i] == e && before[i] >= 0 && after[i] >= 0) return after[i] - before[i];
+      }
+      return -1;
+    };
+    if (const int64_t task_clock = event(profiling::PerfEvent::kTaskClock); task_clock >= 0) u.cpu_ns = task_clock;
+    u.context_switches = event(profiling::PerfEvent::kContextSwitches);
+    if (round_calls) {
+      u.syscalls = round_calls->total;
+      u.syscalls_by_kind = round_calls->by_kind;
+    }
+    target.server_rounds.push_back(std::move(u));
+  }
   target.loop.connect_ns.Merge(result->connect_ns);
   target.loop.connection_ns.Merge(result->connection_ns);
   target.loop.connections += result->connections;

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "pgreal/connect_loop.h"
+#include "base/server_usage.h"
 #include "pgreal/installation.h"
 #include "pgreal/pooler.h"
 #include "pgreal/server.h"
@@ -75,6 +76,11 @@ struct PgTargetResult {
   Settings settings;                 // as passed to the server
   std::string kept_directory;        // with ServerOptions::keep: where the server's directory was left
   std::vector<double> rates;         // conn/s, one per round
+  // The server's usage in each round (base/server_usage.h), as the mock's:
+  // CPU from task-clock where counted (else /proc, in clock ticks), the
+  // user/system split and faults from /proc, context switches from perf
+  // (-1 where not counted). Empty for --conninfo without a postmaster pid.
+  std::vector<ServerUsage> server_rounds;
   LoopResult loop;                   // histograms merged; connections, wall and client usage summed
   // perf counters, summed over the rounds, in kServerEvents order; -1 where
   // not counted (unavailable, off, or no postmaster to count).

@@ -121,6 +121,14 @@ bool ClientLoop::DrainOne() {
             ErrnoLine(absl::StrCat("postmaster: ", std::string(FailedCallName(m.call))), static_cast<int>(m.value)));
       }
       break;
+    case Message::kServerUsage:
+      result_.server.user_ns = m.usage.user_ns;
+      result_.server.system_ns = m.usage.system_ns;
+      result_.server.cpu_ns = m.usage.user_ns + m.usage.system_ns;
+      result_.server.minor_faults = m.usage.minor_faults;
+      result_.server.major_faults = m.usage.major_faults;
+      result_.server.context_switches = m.usage.context_switches;
+      break;
   }
   return true;
 }

@@ -51,6 +51,21 @@ class Postmaster {
     }
   }
 
+  // getrusage of this process and of the children it has reaped, summed.
+  static Message::Usage SelfAndChildren() {
+    Message::Usage u{};
+    for (const int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
+      rusage r{};
+      getrusage(who, &r);
+      u.user_ns += int64_t{r.ru_utime.tv_sec} * 1'000'000'000 + int64_t{r.ru_utime.tv_usec} * 1000;
+      u.system_ns += int64_t{r.ru_stime.tv_sec} * 1'000'000'000 + int64_t{r.ru_stime.tv_usec} * 1000;
+      u.minor_faults += r.ru_minflt;
+      u.major_faults += r.ru_majflt;
+      u.context_switches += r.ru_nvcsw + r.ru_nivcsw;
+    }
+    return u;
+  }
+
   void SendBaseline() {
     for (int i = 0; i < c_.baseline_forks; ++i) {
       Message m{};
@@ -248,6 +263,9 @@ void Postmaster::Main() {
   if (c_.sampler) StartSampling();
 
   SendBaseline();
+  // The server's usage is taken from here to the last backend reaped: the
+  // bare forks, and the set-up above, are not a connection's.
+  const Message::Usage serving_start = SelfAndChildren();
   while (!stopping_ || !live_.empty()) {
     const bool can_accept = !stopping_ && live_.size() < c_.nslots;
     pollfd fds[3] = {{sigfd, POLLIN, 0}, {c_.control_fd, POLLIN, 0}, {c_.listen_fd, POLLIN, 0}};
@@ -276,6 +294,15 @@ void Postmaster::Main() {
       stop_deadline_ = INT64_MAX;
     }
     Reap();
+  }
+  {
+    const Message::Usage end = SelfAndChildren();
+    Message m{};
+    m.type = Message::kServerUsage;
+    m.usage = {end.user_ns - serving_start.user_ns, end.system_ns - serving_start.system_ns,
+               end.minor_faults - serving_start.minor_faults, end.major_faults - serving_start.major_faults,
+               end.context_switches - serving_start.context_switches};
+    Send(m);
   }
   if (sample_slots_) {  // before the closing bare forks: they are not the run
     profiling::Sampler::Stop();

@@ -43,9 +43,13 @@ struct Message {
     kBaselineFork = 2,  // value: ns of one bare fork+exit+wait
     kSamplesLost = 3,   // value: samples the postmaster could not write
     kFailed = 4,        // call and value (errno): the run ends
+    kServerUsage = 5,   // usage: the postmaster and its reaped children over the connections, bare forks left out
   } type;
   FailedCall call = FailedCall::kPoll;
   int64_t value = 0;
+  struct Usage {
+    int64_t user_ns, system_ns, minor_faults, major_faults, context_switches;
+  } usage{};
   BackendRecord record;
 };
 static_assert(sizeof(Message) <= PIPE_BUF, "a message must be written atomically");

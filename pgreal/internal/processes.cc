@@ -283,7 +283,9 @@ std::optional<ProcessTotals> ReadProcessTotals(pid_t pid) {
   ProcessTotals t;
   t.minor_faults = static_cast<int64_t>(minflt + cminflt);
   t.major_faults = static_cast<int64_t>(majflt + cmajflt);
-  t.cpu_ns = static_cast<int64_t>(utime + stime + cutime + cstime) * (1'000'000'000LL / ticks);
+  t.user_ns = static_cast<int64_t>(utime + static_cast<unsigned long long>(cutime)) * (1'000'000'000LL / ticks);
+  t.system_ns = static_cast<int64_t>(stime + static_cast<unsigned long long>(cstime)) * (1'000'000'000LL / ticks);
+  t.cpu_ns = t.user_ns + t.system_ns;
   return t;
 }
 

@@ -75,6 +75,8 @@ std::string DescribeWaitStatus(int status);
 // cmajflt) — for a postmaster, every backend that has exited.
 struct ProcessTotals {
   int64_t cpu_ns = 0;           // utime + stime + cutime + cstime (clock-tick resolution)
+  int64_t user_ns = 0;          // utime + cutime
+  int64_t system_ns = 0;        // stime + cstime
   int64_t minor_faults = 0;     // minflt + cminflt
   int64_t major_faults = 0;     // majflt + cmajflt
 };

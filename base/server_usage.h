@@ -1,0 +1,92 @@
+// What a measured server, mock or real, used in one round: the connections
+// it served and the CPU, faults and context switches of its postmaster and
+// of every backend it reaped over them. The mock postmaster (lifecycle/)
+// and a real PostgreSQL (pgreal/) produce the same record; "per connection"
+// and the merging of rounds are computed here and nowhere else.
+#ifndef BACKENDLAB_BASE_SERVER_USAGE_H_
+#define BACKENDLAB_BASE_SERVER_USAGE_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace backendlab {
+
+struct ServerUsage {
+  int64_t connections = 0;  // served while counted: warm-up and measured
+  int64_t cpu_ns = 0;       // user + system, as precise as the source (see below)
+  int64_t user_ns = -1;     // -1: the source does not split CPU
+  int64_t system_ns = -1;
+  int64_t minor_faults = 0;
+  int64_t major_faults = 0;
+  int64_t context_switches = -1;  // voluntary + involuntary; -1: not counted
+  // System calls of every kind (-1: not counted) and of each kind asked for.
+  int64_t syscalls = -1;
+  std::vector<int64_t> syscalls_by_kind;
+
+  // Another round's usage added: a figure missing from either stays missing.
+  ServerUsage& operator+=(const ServerUsage& other) {
+    connections += other.connections;
+    cpu_ns += other.cpu_ns;
+    auto add = [](int64_t& total, int64_t part) { total = total < 0 || part < 0 ? -1 : total + part; };
+    add(user_ns, other.user_ns);
+    add(system_ns, other.system_ns);
+    minor_faults += other.minor_faults;
+    major_faults += other.major_faults;
+    add(context_switches, other.context_switches);
+    add(syscalls, other.syscalls);
+    if (syscalls < 0 || syscalls_by_kind.size() != other.syscalls_by_kind.size()) {
+      syscalls_by_kind.clear();
+    } else {
+      for (size_t k = 0; k < syscalls_by_kind.size(); ++k) syscalls_by_kind[k] += other.syscalls_by_kind[k];
+    }
+    return *this;
+  }
+};
+
+// A ServerUsage divided by its connections; -1 stays -1 (not counted).
+struct PerConnection {
+  double cpu_us = 0;
+  double user_us = -1;
+  double system_us = -1;
+  double minor_faults = 0;
+  double major_faults = 0;
+  double context_switches = -1;
+  double syscalls = -1;
+  std::vector<double> syscalls_by_kind;
+};
+
+inline PerConnection PerConnectionOf(const ServerUsage& u) {
+  const double n = static_cast<double>(std::max<int64_t>(u.connections, 1));
+  auto per = [n](int64_t v, double scale) { return v < 0 ? -1.0 : static_cast<double>(v) / scale / n; };
+  PerConnection p;
+  p.cpu_us = per(u.cpu_ns, 1e3);
+  p.user_us = per(u.user_ns, 1e3);
+  p.system_us = per(u.system_ns, 1e3);
+  p.minor_faults = per(u.minor_faults, 1);
+  p.major_faults = per(u.major_faults, 1);
+  p.context_switches = per(u.context_switches, 1);
+  p.syscalls = per(u.syscalls, 1);
+  for (int64_t k : u.syscalls_by_kind) p.syscalls_by_kind.push_back(per(k, 1));
+  return p;
+}
+
+// The rounds summed: one figure over the whole run.
+inline ServerUsage Merged(const std::vector<ServerUsage>& rounds) {
+  if (rounds.empty()) return {};
+  ServerUsage total = rounds.front();
+  for (size_t i = 1; i < rounds.size(); ++i) total += rounds[i];
+  return total;
+}
+
+// One figure of every round, per connection: what a paired ratio is over.
+template <typename Field>
+std::vector<double> PerRound(const std::vector<ServerUsage>& rounds, Field field) {
+  std::vector<double> values;
+  for (const ServerUsage& u : rounds) values.push_back(field(PerConnectionOf(u)));
+  return values;
+}
+
+}  // namespace backendlab
+
+#endif  // BACKENDLAB_BASE_SERVER_USAGE_H_
