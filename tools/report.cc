@@ -18,6 +18,20 @@ namespace {
 
 std::string TextOf(const Cell& cell, int precision) {
   if (std::holds_alternative<std::monostate>(cell)) return "-";
+  if (const auto* e = std::get_if<Estimate>(&cell)) {
+    std::string text = absl::StrFormat("%.*f", precision, e->value);
+    if (e->verdict) {
+      // A ratio: two more digits for its interval, whose ends are what tells.
+      const int p = precision + 1;
+      if (e->interval) absl::StrAppendFormat(&text, " [%.*f, %.*f]", p, e->interval->low, p, e->interval->high);
+      text += " ";
+      text += VerdictName(*e->verdict);
+    } else if (e->interval) {
+      absl::StrAppendFormat(&text, " \u00b1%.1f%%", 100 * e->interval->RelativeHalfWidth(e->value));
+    }
+    if (!e->precise) text += "*";
+    return text;
+  }
   if (const auto* i = std::get_if<int64_t>(&cell)) return absl::StrCat(*i);
   if (const auto* d = std::get_if<double>(&cell)) return absl::StrFormat("%.*f", precision, *d);
   return std::get<std::string>(cell);
@@ -25,6 +39,7 @@ std::string TextOf(const Cell& cell, int precision) {
 
 std::string CsvOf(const Cell& cell) {
   if (std::holds_alternative<std::monostate>(cell)) return "";
+  if (const auto* e = std::get_if<Estimate>(&cell)) return absl::StrFormat("%.6g", e->value);
   if (const auto* i = std::get_if<int64_t>(&cell)) return absl::StrCat(*i);
   if (const auto* d = std::get_if<double>(&cell)) return absl::StrFormat("%.6g", *d);
   const std::string& s = std::get<std::string>(cell);
@@ -39,9 +54,47 @@ std::string CsvOf(const Cell& cell) {
 
 nlohmann::json JsonOf(const Cell& cell) {
   if (std::holds_alternative<std::monostate>(cell)) return nullptr;
+  if (const auto* e = std::get_if<Estimate>(&cell)) return e->value;
   if (const auto* i = std::get_if<int64_t>(&cell)) return *i;
   if (const auto* d = std::get_if<double>(&cell)) return *d;
   return std::get<std::string>(cell);
+}
+
+// An estimate column's extra keys and their values: _ci, and _verdict for a
+// ratio (JSON); _ci_low, _ci_high, _verdict (CSV).
+const Estimate* EstimateIn(const Cell& cell) { return std::get_if<Estimate>(&cell); }
+
+void AddJsonExtras(const Column& column, const Cell& cell, nlohmann::json& object) {
+  if (column.kind == ColumnKind::kValue) return;
+  const Estimate* e = EstimateIn(cell);
+  object[column.key + "_ci"] =
+      e != nullptr && e->interval ? nlohmann::json::array({e->interval->low, e->interval->high}) : nlohmann::json(nullptr);
+  if (column.kind == ColumnKind::kRatio) {
+    object[column.key + "_verdict"] =
+        e != nullptr && e->verdict ? nlohmann::json(std::string(VerdictName(*e->verdict))) : nlohmann::json(nullptr);
+    object[column.key + "_precise"] = e != nullptr ? nlohmann::json(e->precise) : nlohmann::json(nullptr);
+  }
+}
+
+std::vector<std::string> CsvHeadings(const Column& column) {
+  std::vector<std::string> h = {column.key};
+  if (column.kind != ColumnKind::kValue) {
+    h.push_back(column.key + "_ci_low");
+    h.push_back(column.key + "_ci_high");
+  }
+  if (column.kind == ColumnKind::kRatio) h.push_back(column.key + "_verdict");
+  return h;
+}
+
+std::vector<std::string> CsvCells(const Column& column, const Cell& cell) {
+  std::vector<std::string> v = {CsvOf(cell)};
+  if (column.kind == ColumnKind::kValue) return v;
+  const Estimate* e = EstimateIn(cell);
+  const bool ci = e != nullptr && e->interval.has_value();
+  v.push_back(ci ? absl::StrFormat("%.6g", e->interval->low) : "");
+  v.push_back(ci ? absl::StrFormat("%.6g", e->interval->high) : "");
+  if (column.kind == ColumnKind::kRatio) v.push_back(e != nullptr && e->verdict ? std::string(VerdictName(*e->verdict)) : "");
+  return v;
 }
 
 // The directory a file or directory at `path` would be created in.
@@ -115,6 +168,11 @@ void Report::AddRow(std::vector<Cell> row) {
   rows_.push_back(std::move(row));
 }
 
+// Columns as the eye counts them: code points, not bytes ("±" is two).
+size_t DisplayWidth(const std::string& text) {
+  return static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
 void Report::PrintText(std::ostream& out) const {
   std::vector<size_t> shown;
   for (size_t c = 0; c < columns_.size(); ++c) {
@@ -122,12 +180,13 @@ void Report::PrintText(std::ostream& out) const {
   }
   std::vector<size_t> width(columns_.size(), 0);
   for (size_t c : shown) {
-    width[c] = columns_[c].heading.size();
-    for (const auto& row : rows_) width[c] = std::max(width[c], TextOf(row[c], columns_[c].precision).size());
+    width[c] = DisplayWidth(columns_[c].heading);
+    for (const auto& row : rows_) width[c] = std::max(width[c], DisplayWidth(TextOf(row[c], columns_[c].precision)));
   }
   auto emit = [&](size_t c, const std::string& text, bool first) {
     // First column (a name) left-aligned, numbers right-aligned.
-    out << (first ? "" : "  ") << (first ? absl::StrFormat("%-*s", width[c], text) : absl::StrFormat("%*s", width[c], text));
+    const std::string pad(width[c] - DisplayWidth(text), ' ');
+    out << (first ? "" : "  ") << (first ? text + pad : pad + text);
   };
   for (size_t i = 0; i < shown.size(); ++i) emit(shown[i], columns_[shown[i]].heading, i == 0);
   out << "\n";
@@ -142,7 +201,9 @@ nlohmann::json Report::ToJson() const {
   for (const auto& row : rows_) {
     nlohmann::json object = nlohmann::json::object();
     for (size_t c = 0; c < columns_.size(); ++c) {
-      if (!columns_[c].key.empty()) object[columns_[c].key] = JsonOf(row[c]);
+      if (columns_[c].key.empty()) continue;
+      object[columns_[c].key] = JsonOf(row[c]);
+      AddJsonExtras(columns_[c], row[c], object);
     }
     rows.push_back(std::move(object));
   }
@@ -154,11 +215,21 @@ void Report::WriteCsv(std::ostream& out) const {
   for (size_t c = 0; c < columns_.size(); ++c) {
     if (!columns_[c].key.empty()) keyed.push_back(c);
   }
-  for (size_t i = 0; i < keyed.size(); ++i) out << (i ? "," : "") << columns_[keyed[i]].key;
-  out << "\n";
-  for (const auto& row : rows_) {
-    for (size_t i = 0; i < keyed.size(); ++i) out << (i ? "," : "") << CsvOf(row[keyed[i]]);
+  auto line = [&](const std::vector<std::string>& cells) {
+    for (size_t i = 0; i < cells.size(); ++i) out << (i ? "," : "") << cells[i];
     out << "\n";
+  };
+  std::vector<std::string> headings;
+  for (size_t c : keyed) {
+    for (std::string& h : CsvHeadings(columns_[c])) headings.push_back(std::move(h));
+  }
+  line(headings);
+  for (const auto& row : rows_) {
+    std::vector<std::string> cells;
+    for (size_t c : keyed) {
+      for (std::string& v : CsvCells(columns_[c], row[c])) cells.push_back(std::move(v));
+    }
+    line(cells);
   }
 }
 

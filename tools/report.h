@@ -4,6 +4,7 @@
 #define BACKENDLAB_TOOLS_REPORT_H_
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -12,19 +13,37 @@
 
 #include "absl/status/status.h"
 #include "nlohmann/json.hpp"
+#include "base/statistics.h"
 #include "base/summary.h"
 #include "tools/flags.h"
 
 namespace backendlab::tools {
 
+// A figure with its 95 % interval, and for a ratio its verdict, computed
+// by base/statistics.h before the report is made: the report only formats.
+struct Estimate {
+  double value = 0;
+  std::optional<Interval> interval;  // none: too few rounds for one
+  std::optional<Verdict> verdict;    // ratios
+  bool precise = true;               // false: the interval did not reach the precision asked for
+};
+
 // A missing value (a layout that has no scan) is std::monostate: "-" in text,
 // empty in CSV, null in JSON.
-using Cell = std::variant<std::monostate, int64_t, double, std::string>;
+using Cell = std::variant<std::monostate, int64_t, double, std::string, Estimate>;
+
+// What a column holds. An estimate column with key K also has, in JSON,
+// K_ci ([low, high] or null) and, for a ratio, K_verdict; in CSV, K_ci_low,
+// K_ci_high and K_verdict. In text a median reads "1234.5 ±1.1%" (half the
+// interval's width) and a ratio "0.93 [0.91, 0.95] faster", a `*` after
+// either that did not reach the precision asked for.
+enum class ColumnKind { kValue, kMedian, kRatio };
 
 struct Column {
   std::string key;      // JSON key and CSV header; empty = text table only
   std::string heading;  // text-table heading; empty = machine outputs only
   int precision = 1;    // digits after the point for doubles in text
+  ColumnKind kind = ColumnKind::kValue;
 };
 
 class Report {

@@ -128,6 +128,51 @@ TEST(ReportTest, TextShowsHeadingsAndDashForMissing) {
   EXPECT_EQ(lines[2].size(), lines[0].size());
 }
 
+// Estimates: a median with its interval, a ratio with interval and
+// verdict, in every rendering; a row without one has nulls under the same keys.
+Report EstimateReport() {
+  Report report(std::vector<Column>{{"name", "name"},
+                                    {"cpu_us", "CPU us", 1, ColumnKind::kMedian},
+                                    {"cpu_vs_base", "vs base", 2, ColumnKind::kRatio}});
+  std::vector<Cell> row;
+  row.emplace_back(std::in_place_type<std::string>, "a");
+  row.emplace_back(Estimate{.value = 200, .interval = Interval{190, 214}, .verdict = std::nullopt, .precise = true});
+  row.emplace_back(Estimate{.value = 0.5, .interval = Interval{0.48, 0.521}, .verdict = Verdict::kFaster, .precise = false});
+  report.AddRow(std::move(row));
+  report.AddRow({std::string("b"), std::monostate{}, std::monostate{}});
+  return report;
+}
+
+TEST(ReportTest, EstimatesCarryTheirIntervalAndVerdictInEveryRendering) {
+  const nlohmann::json json = EstimateReport().ToJson();
+  const nlohmann::json& a = json["rows"][0];
+  EXPECT_DOUBLE_EQ(a["cpu_us"].get<double>(), 200);
+  EXPECT_EQ(a["cpu_us_ci"], nlohmann::json::array({190.0, 214.0}));
+  EXPECT_FALSE(a.contains("cpu_us_verdict")) << "a median has no verdict";
+  EXPECT_DOUBLE_EQ(a["cpu_vs_base"].get<double>(), 0.5);
+  EXPECT_EQ(a["cpu_vs_base_ci"], nlohmann::json::array({0.48, 0.521}));
+  EXPECT_EQ(a["cpu_vs_base_verdict"], "faster");
+  EXPECT_EQ(a["cpu_vs_base_precise"], false);
+  const nlohmann::json& b = json["rows"][1];
+  for (const char* key : {"cpu_us", "cpu_us_ci", "cpu_vs_base", "cpu_vs_base_ci", "cpu_vs_base_verdict"}) {
+    ASSERT_TRUE(b.contains(key)) << key;
+    EXPECT_TRUE(b[key].is_null()) << key;
+  }
+  std::ostringstream csv;
+  EstimateReport().WriteCsv(csv);
+  const std::vector<std::string> lines = Lines(csv.str());
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "name,cpu_us,cpu_us_ci_low,cpu_us_ci_high,cpu_vs_base,cpu_vs_base_ci_low,cpu_vs_base_ci_high,cpu_vs_base_verdict");
+  EXPECT_EQ(lines[1], "a,200,190,214,0.5,0.48,0.521,faster");
+  EXPECT_EQ(lines[2], "b,,,,,,,");
+  std::ostringstream text;
+  EstimateReport().PrintText(text);
+  const std::vector<std::string> shown = Lines(text.str());
+  ASSERT_EQ(shown.size(), 3u);
+  EXPECT_NE(shown[1].find("200.0 \u00b16.0%"), std::string::npos) << shown[1];  // (214 - 190) / 2 / 200
+  EXPECT_NE(shown[1].find("0.50 [0.480, 0.521] faster*"), std::string::npos) << shown[1];
+}
+
 TEST(ReportDeathTest, RowOfTheWrongSizeIsABrokenInvariant) {
   Report report(std::vector<Column>{{"a", "a"}, {"b", "b"}});
   EXPECT_DEATH(report.AddRow({int64_t{1}}), "check failed");
