@@ -98,6 +98,19 @@ absl::StatusOr<int64_t> Flags::GetInt(std::string_view name, int64_t min, int64_
   return ParseIntIn(name, Get(name), min, max);
 }
 
+absl::StatusOr<double> Flags::GetNumber(std::string_view name, double min, double max) const {
+  const std::string text = Get(name);
+  double value;
+  // SimpleAtod takes "nan", "inf" and hex: only plain decimals are numbers here.
+  if (text.empty() || text.find_first_not_of("0123456789.") != std::string::npos || !absl::SimpleAtod(text, &value)) {
+    return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), ": ", Quoted(text), " is not a number"));
+  }
+  if (value < min || value > max) {
+    return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), ": ", text, " is outside ", min, "..", max));
+  }
+  return value;
+}
+
 absl::StatusOr<std::vector<int64_t>> Flags::GetIntList(std::string_view name, int64_t min, int64_t max) const {
   absl::StatusOr<std::vector<std::string>> items = GetList(name);
   if (!items.ok()) return items.status();

@@ -39,6 +39,8 @@ class Flags {
   absl::StatusOr<bool> GetBool(std::string_view name) const;
   // A whole number in [min, max].
   absl::StatusOr<int64_t> GetInt(std::string_view name, int64_t min, int64_t max) const;
+  // A plain decimal number ("2", "0.5") in [min, max].
+  absl::StatusOr<double> GetNumber(std::string_view name, double min, double max) const;
   // A comma-separated list of whole numbers, each in [min, max]; an empty
   // item or the same number twice is an error.
   absl::StatusOr<std::vector<int64_t>> GetIntList(std::string_view name, int64_t min, int64_t max) const;

@@ -18,6 +18,8 @@ namespace {
 
 std::string TextOf(const Cell& cell, int precision) {
   if (std::holds_alternative<std::monostate>(cell)) return "-";
+  if (const auto* b = std::get_if<Boolean>(&cell)) return b->value ? "yes" : "no";
+  if (const auto* v = std::get_if<Values>(&cell)) return absl::StrCat(v->size(), " values");
   if (const auto* e = std::get_if<Estimate>(&cell)) {
     std::string text = absl::StrFormat("%.*f", precision, e->value);
     if (e->verdict) {
@@ -39,6 +41,12 @@ std::string TextOf(const Cell& cell, int precision) {
 
 std::string CsvOf(const Cell& cell) {
   if (std::holds_alternative<std::monostate>(cell)) return "";
+  if (const auto* b = std::get_if<Boolean>(&cell)) return b->value ? "true" : "false";
+  if (const auto* v = std::get_if<Values>(&cell)) {
+    std::string joined;
+    for (double x : *v) absl::StrAppend(&joined, joined.empty() ? "" : ";", absl::StrFormat("%.6g", x));
+    return joined;
+  }
   if (const auto* e = std::get_if<Estimate>(&cell)) return absl::StrFormat("%.6g", e->value);
   if (const auto* i = std::get_if<int64_t>(&cell)) return absl::StrCat(*i);
   if (const auto* d = std::get_if<double>(&cell)) return absl::StrFormat("%.6g", *d);
@@ -54,6 +62,8 @@ std::string CsvOf(const Cell& cell) {
 
 nlohmann::json JsonOf(const Cell& cell) {
   if (std::holds_alternative<std::monostate>(cell)) return nullptr;
+  if (const auto* b = std::get_if<Boolean>(&cell)) return b->value;
+  if (const auto* v = std::get_if<Values>(&cell)) return *v;
   if (const auto* e = std::get_if<Estimate>(&cell)) return e->value;
   if (const auto* i = std::get_if<int64_t>(&cell)) return *i;
   if (const auto* d = std::get_if<double>(&cell)) return *d;

@@ -28,9 +28,19 @@ struct Estimate {
   bool precise = true;               // false: the interval did not reach the precision asked for
 };
 
+// A yes/no fact: true/false in JSON and CSV, yes/no in text. (A bool of
+// its own type, so that a string literal never turns into one.)
+struct Boolean {
+  bool value = false;
+};
+
 // A missing value (a layout that has no scan) is std::monostate: "-" in text,
 // empty in CSV, null in JSON.
-using Cell = std::variant<std::monostate, int64_t, double, std::string, Estimate>;
+// A figure per round, for machines to re-analyse: a JSON array; in CSV
+// separated by ';'; not for text columns.
+using Values = std::vector<double>;
+
+using Cell = std::variant<std::monostate, int64_t, double, std::string, Estimate, Boolean, Values>;
 
 // What a column holds. An estimate column with key K also has, in JSON,
 // K_ci ([low, high] or null) and, for a ratio, K_verdict; in CSV, K_ci_low,
