@@ -1,7 +1,8 @@
 // `backendlab compare`: a matrix of configurations (layout x exit-check x
 // shared_buffers x catcache x syscache), each run by lifecycle::RunCycle once
-// per round, in an order shuffled each round, so that drift on a shared machine hits every
-// configuration alike; one table with ratios against a baseline, and a chart.
+// per round, in an order shuffled each round, rounds until every ratio to the
+// baseline is as precise as asked or time is up; one table of medians and
+// paired ratios with their intervals and verdicts, and a chart.
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "absl/strings/str_split.h"
 #include "base/line_chart.h"
 #include "buffers/exit_check.h"
@@ -37,9 +41,13 @@ constexpr FlagSpec kFlags[] = {
     {"syscaches", "pg17", "syscache profiles: pg90, pg17"},
     {"mode", "fork", "fork or inproc"},
     {"clients", "1", "concurrent clients"},
-    {"connections", "300", "measured connections per configuration, split over the rounds"},
-    {"rounds", "3", "interleaved rounds"},
-    {"warmup", "5", "warm-up connections per configuration and round"},
+    {"connections", "40", "measured connections per configuration and round"},
+    {"rounds", "200", "at most this many interleaved rounds"},
+    {"precision", "2", "percent: rounds go on until every cost and rate ratio's 95 % interval is within +-this of it (0: every round runs)"},
+    {"max-time", "100s", "no round is begun that would end past this, precise or not"},
+    {"seed", "1", "seed of the rounds' shuffled orders"},
+    {"aa", "off", "also a second copy of the baseline, <baseline>#2, whose ratio to it must come out ~: on or off"},
+    {"warmup", "3", "warm-up connections per configuration and round"},
     {"work-pins", "20", "pin+unpin pairs per backend"},
     {"work-lookups", "100", "catcache lookups per backend"},
     {"backend-profile", "", "a backend weight profile (JSON, written by calibrate) for every mock configuration"},
@@ -49,30 +57,34 @@ constexpr FlagSpec kFlags[] = {
     {"baseline", "", "ratios against this layout/exit-check[/catcache[/syscache]] (default: array/always if run, else the first)"},
     {"json", "", "also write the rows as JSON to this file"},
     {"csv", "", "also write the rows as CSV to this file"},
-    {"svg", "", "also draw cost per connection vs shared_buffers to this SVG file"},
+    {"svg", "", "also draw CPU per connection vs shared_buffers to this SVG file"},
 };
 
-// Adds one round's records to its configuration's.
-void AddRound(CompareConfig& c, const lifecycle::CycleResult& r) { lifecycle::MergeRound(r, c.merged); }
+// The fewest rounds before --precision may end the run: below 6 an
+// order-statistic interval of a median does not reach 95 %.
+constexpr int64_t kMinRounds = 6;
 
-// Cost per connection against shared_buffers, one line per label, the real
-// servers' too.
-LineChart CostChart(const std::vector<CompareConfig>& configs, const std::vector<buffers::SharedBuffers>& sizes,
-                    std::span<const pgreal::PgTargetResult> pg) {
-  LineChart chart{"backendlab compare: cost per connection (us, median of rounds)", "shared_buffers", "us", {}, {}};
+// CPU per connection of the whole server against shared_buffers, one line
+// per label, the real servers' too: the medians of the table.
+LineChart CostChart(const CompareMatrix& matrix, const CompareStats& stats, std::span<const pgreal::PgTargetResult> pg) {
+  LineChart chart{"backendlab compare: CPU per connection of the whole server (us, median of rounds)", "shared_buffers",
+                  "us",
+                  {},
+                  {}};
+  const std::vector<buffers::SharedBuffers>& sizes = matrix.sizes;
   for (const buffers::SharedBuffers& s : sizes) chart.x_positions.push_back(buffers::FormatSize(s.bytes));
-  // The point of `label` at the size of `bytes`: 1e6 / the median rate.
-  auto add = [&](const std::string& label, uint64_t bytes, const std::vector<double>& rates) {
+  auto add = [&](const std::string& label, uint64_t bytes, const RowStats& r) {
     auto series = std::find_if(chart.series.begin(), chart.series.end(), [&](const ChartSeries& s) { return s.name == label; });
     if (series == chart.series.end()) series = chart.series.insert(series, {label, std::vector<std::optional<double>>(sizes.size())});
     const size_t x = static_cast<size_t>(
         std::find_if(sizes.begin(), sizes.end(), [&](const buffers::SharedBuffers& s) { return s.bytes == bytes; }) -
         sizes.begin());
-    const double rate = Summarize(rates).median;
-    if (rate > 0 && x < sizes.size()) series->values[x] = 1e6 / rate;
+    if (r.has_cpu && x < sizes.size()) series->values[x] = r.cpu_us.value;
   };
-  for (const CompareConfig& c : configs) add(c.label, c.options.backend.shared_buffers.bytes, c.rates);
-  for (const pgreal::PgTargetResult& t : pg) add(PgConfigLabel(t), static_cast<uint64_t>(t.shared_buffers_bytes), t.rates);
+  for (size_t i = 0; i < matrix.configs.size(); ++i) {
+    add(matrix.configs[i].label, matrix.configs[i].options.backend.shared_buffers.bytes, stats.mock[i]);
+  }
+  for (size_t i = 0; i < pg.size(); ++i) add(PgConfigLabel(pg[i]), static_cast<uint64_t>(pg[i].shared_buffers_bytes), stats.pg[i]);
   return chart;
 }
 
@@ -83,26 +95,36 @@ std::string CompareUsage() {
       "usage: backendlab compare [flags]\n"
       "Runs connect/disconnect loops over every combination of the listed layouts,\n"
       "exit-check policies, shared_buffers sizes, catcaches and syscaches, interleaved\n"
-      "in an order shuffled each round, and prints conn/s and exit-phase costs with ratios to a baseline.\n\n",
+      "in rounds of shuffled order until every ratio is precise enough, and prints the\n"
+      "server's CPU per connection and conn/s, with ratios to a baseline, their 95 %\n"
+      "intervals and verdicts (faster, slower, ~).\n\n",
       FlagsHelp(kFlags));
 }
 
 absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& out) {
   absl::StatusOr<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags.ok()) return flags.status();
-  absl::StatusOr<int64_t> rounds = flags->GetInt("rounds", 1, 100);
+  absl::StatusOr<int64_t> rounds = flags->GetInt("rounds", 1, 10'000);
   if (!rounds.ok()) return rounds.status();
-  absl::StatusOr<int64_t> total = flags->GetInt("connections", 1, 10'000'000);
-  if (!total.ok()) return total.status();
-  if (*total < *rounds) return absl::InvalidArgumentError("--connections must be at least --rounds");
+  absl::StatusOr<int64_t> per_round = flags->GetInt("connections", 1, 10'000'000);
+  if (!per_round.ok()) return per_round.status();
+  absl::StatusOr<double> precision_pct = flags->GetNumber("precision", 0, 100);
+  if (!precision_pct.ok()) return precision_pct.status();
+  absl::StatusOr<int64_t> max_time_ms = ParseDurationMs(flags->Get("max-time"));
+  if (!max_time_ms.ok()) return absl::InvalidArgumentError(absl::StrCat("--max-time: ", max_time_ms.status().message()));
+  const absl::Duration max_time = absl::Milliseconds(*max_time_ms);
+  absl::StatusOr<int64_t> seed = flags->GetInt("seed", 0, INT64_MAX);
+  if (!seed.ok()) return seed.status();
+  absl::StatusOr<bool> aa = flags->GetBool("aa");
+  if (!aa.ok()) return aa.status();
   // The shared flags (mode, clients, work, warm-up) through the cycle parser;
   // the matrix's values are set per configuration.
   absl::StatusOr<lifecycle::CycleOptions> base = CycleOptionsFromFlags(*flags, /*with_configuration=*/false);
   if (!base.ok()) return base.status();
-  base->connections = *total / *rounds;
+  base->connections = *per_round;
   if (base->clients > base->connections) return absl::InvalidArgumentError("--clients is more than the connections of one round");
-  base->baseline_forks = 30;
-  absl::StatusOr<CompareMatrix> matrix = BuildCompareMatrix(*flags, *base);
+  base->baseline_forks = 3;  // before and after each round: the fork floor, over every round (each takes ~1 ms)
+  absl::StatusOr<CompareMatrix> matrix = BuildCompareMatrix(*flags, *base, *aa);
   if (!matrix.ok()) return matrix.status();
   std::vector<CompareConfig>& configs = matrix->configs;
   absl::StatusOr<bool> with_pg = flags->GetBool("with-pg");
@@ -140,23 +162,47 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
     pg = std::move(*started);
   }
 
-  // The mock's configurations, then the real servers, every one once per round.
+  // The mock's configurations, then the real servers, every one once per
+  // round, until every ratio is precise enough or the next round would end
+  // past --max-time.
+  const double precision = *precision_pct / 100;
   const size_t pg_count = pg != nullptr ? pg->size() : 0;
-  absl::Status measured = RunInterleaved("compare", *rounds, configs.size() + pg_count, [&](size_t i, int64_t) -> absl::Status {
-    if (i >= configs.size()) return pg->Measure(i - configs.size());
-    CompareConfig& c = configs[i];
-    absl::StatusOr<lifecycle::CycleResult> r = lifecycle::RunCycle(c.options);
-    if (!r.ok()) return r.status();
-    const lifecycle::CycleSummary s = lifecycle::Summarize(*r);
-    if (absl::Status outcome = RunOutcome(*r, s); !outcome.ok()) {
-      if (absl::IsCancelled(outcome)) return outcome;
-      // Crashed backends or failed connections: finish the matrix, then fail.
-      if (c.failure.empty()) c.failure = std::string(outcome.message());
-    }
-    c.rates.push_back(s.connections_per_second);
-    AddRound(c, *r);
-    return absl::OkStatus();
-  });
+  auto targets = [&] {
+    std::vector<pgreal::PgTargetResult> t;
+    for (size_t i = 0; i < pg_count; ++i) t.push_back(pg->target(i));
+    return t;
+  };
+  const absl::Time start = absl::Now();
+  absl::Time round_start = start;
+  absl::Duration statistics_time;
+  absl::Status measured = RunInterleaved(
+      "compare", RoundPlan(*rounds, static_cast<uint64_t>(*seed)), configs.size() + pg_count,
+      [&](size_t i, int64_t) -> absl::Status {
+        if (i >= configs.size()) return pg->Measure(i - configs.size());
+        CompareConfig& c = configs[i];
+        absl::StatusOr<lifecycle::CycleResult> r = lifecycle::RunCycle(c.options);
+        if (!r.ok()) return r.status();
+        const lifecycle::CycleSummary s = lifecycle::Summarize(*r);
+        if (absl::Status outcome = RunOutcome(*r, s); !outcome.ok()) {
+          if (absl::IsCancelled(outcome)) return outcome;
+          // Crashed backends or failed connections: finish the matrix, then fail.
+          if (c.failure.empty()) c.failure = std::string(outcome.message());
+        }
+        AddRound(c, *r);
+        return absl::OkStatus();
+      },
+      [&](int64_t round) -> absl::StatusOr<bool> {
+        const absl::Time now = absl::Now();
+        const absl::Duration last = now - round_start;
+        round_start = now;
+        if (now - start + last > max_time) return false;
+        if (precision <= 0 || round + 1 < kMinRounds) return true;
+        const absl::Time t0 = absl::Now();
+        const bool precise = ComputeCompareStats(*matrix, targets(), precision).precise;
+        statistics_time += absl::Now() - t0;
+        return !precise;
+      });
+  const absl::Duration elapsed = absl::Now() - start;
   std::vector<pgreal::PgTargetResult> pg_targets;
   if (pg != nullptr) {
     absl::StatusOr<pgreal::PgResult> finished = pg->Finish();
@@ -165,12 +211,23 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   }
   if (!measured.ok()) return measured;
 
-  Report report = CompareReport(*matrix);
-  AddPgRows(report, *matrix, pg_targets);
+  const absl::Time t0 = absl::Now();
+  const CompareStats stats = ComputeCompareStats(*matrix, pg_targets, precision);
+  statistics_time += absl::Now() - t0;
+  Report report = CompareReport(*matrix, stats, pg_targets);
   nlohmann::json header = MachineHeader();
   header["command"] = "compare";
-  header["rounds"] = *rounds;
+  header["rounds"] = stats.rounds;
+  header["seed"] = *seed;
+  header["precision_percent"] = *precision_pct;
+  header["precise"] = stats.precise;
+  header["worst_half_width_percent"] = 100 * stats.worst_half_width;
+  header["max_time_s"] = absl::ToDoubleSeconds(max_time);
+  header["elapsed_s"] = absl::ToDoubleSeconds(elapsed);
+  header["statistics_s"] = absl::ToDoubleSeconds(statistics_time);
   header["baseline"] = matrix->baseline_label;
+  header["aa"] = *aa;
+  if (*aa) header["aa_failures"] = stats.aa_failures;
   header["shared"] = ConfigJson(*base);
   if (!pg_targets.empty()) {
     header["pg"] = {{"version", pg_targets[0].installation.version},
@@ -183,14 +240,39 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
     header["pg"]["settings"] = settings;
   }
   report.SetHeader(header);
-  out << absl::StrFormat("backendlab compare: %d configurations x %d interleaved rounds, %d connections each per round\n",
-                         configs.size(), *rounds, base->connections);
+  out << absl::StrFormat("backendlab compare: %d configurations x %d interleaved rounds (order shuffled, seed %d), "
+                         "%d connections each per round, %.0f s\n",
+                         configs.size() + pg_targets.size(), stats.rounds, *seed, base->connections,
+                         absl::ToDoubleSeconds(elapsed));
   out << "every configuration: " << ConfigLine(*base, /*with_configuration=*/false) << "\n";
   out << MachineLine(header) << "\n\n";
   report.PrintText(out);
-  out << "\nconn/s: median over rounds; us/conn = 1e6 / conn/s; x floor: conn/s over the bare\n"
-         "fork+exit+wait rate measured in the same runs; exit_check, teardown, reap: median us per\n"
-         "backend; ratios against " << matrix->baseline_label << " at the same shared_buffers.\n";
+  out << "\nCPU us/conn: the whole server's CPU (postmaster and backends, user and kernel) per connection;\n"
+         "conn/s at --clients="
+      << base->clients
+      << ". Both: median over rounds, +-half its 95 % interval.\n"
+         "vs base: the ratio to the baseline, "
+      << matrix->baseline_label
+      << ", at the same shared_buffers, paired within each round and\n"
+         "summarised over rounds (geometric mean, 95 % t interval on the log ratios), then a verdict:\n"
+         "faster or slower where the interval excludes 1, ~ where it covers 1 (no difference this run\n"
+         "can resolve). x floor: conn/s over the bare fork+exit+wait rate measured in the same runs;\n"
+         "exit: the exit check's median us, faults and share of a backend's CPU.\n";
+  if (precision > 0) {
+    out << absl::StrFormat("precision: every cost and rate ratio within +-%.3g %% ", *precision_pct)
+        << (stats.precise ? "reached" : "NOT reached")
+        << absl::StrFormat(" after %d rounds (widest +-%.1f %%)", stats.rounds, 100 * stats.worst_half_width);
+    if (!stats.precise) out << "; * marks each ratio short of it (raise --max-time or --connections)";
+    out << "\n";
+  }
+  if (*aa) {
+    if (stats.aa_failures.empty()) {
+      out << "A/A: every " << matrix->baseline_label << "#2 came out ~ against " << matrix->baseline_label << ", as it must.\n";
+    } else {
+      out << "A/A: " << absl::StrJoin(stats.aa_failures, ", ") << " differ from the same configuration: this machine was too\n"
+          << "noisy for the precision asked; a difference of that size elsewhere in this table is not resolved.\n";
+    }
+  }
   if (!pg_targets.empty()) {
     out << PgConfigLabel(pg_targets[0]) << ": PostgreSQL " << pg_targets[0].installation.version << " ("
         << pg_targets[0].installation.build << "), a real server started by the tool, the same loop through libpq\n"
@@ -204,7 +286,7 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
 
   if (absl::Status s = report.WriteFiles(flags->Get("json"), flags->Get("csv")); !s.ok()) return s;
   if (flags->Has("svg")) {
-    if (absl::Status s = WriteTextFile(flags->Get("svg"), RenderLineChart(CostChart(configs, matrix->sizes, pg_targets))); !s.ok()) return s;
+    if (absl::Status s = WriteTextFile(flags->Get("svg"), RenderLineChart(CostChart(*matrix, stats, pg_targets))); !s.ok()) return s;
     out << "chart: " << flags->Get("svg") << "\n";
   }
   for (const CompareConfig& c : configs) {

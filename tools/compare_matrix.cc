@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "buffers/exit_check.h"
 #include "catcache/bucket_allocator.h"
+#include "base/statistics.h"
 #include "lifecycle/cycle_summary.h"
 #include "tools/cycle_flags.h"
 
@@ -69,7 +70,7 @@ absl::StatusOr<std::vector<std::string>> ParseBaseline(const std::string& text) 
 
 }  // namespace
 
-absl::StatusOr<CompareMatrix> BuildCompareMatrix(const Flags& flags, const lifecycle::CycleOptions& base) {
+absl::StatusOr<CompareMatrix> BuildCompareMatrix(const Flags& flags, const lifecycle::CycleOptions& base, bool aa) {
   CompareMatrix m;
   auto layouts = ParseList<buffers::Layout>(flags, "layouts", buffers::ParseLayout,
                                             [](const buffers::Layout& v) { return std::string(buffers::LayoutName(v)); });
@@ -128,6 +129,19 @@ absl::StatusOr<CompareMatrix> BuildCompareMatrix(const Flags& flags, const lifec
     }
   }
   m.baseline_label = absl::StrJoin(m.baseline, "/");
+  if (aa) {  // a copy of every configuration that is its own baseline, right after it
+    std::vector<CompareConfig> with_copies;
+    for (CompareConfig& c : m.configs) {
+      const bool own_baseline = Matches(c, m.baseline);
+      with_copies.push_back(c);
+      if (!own_baseline) continue;
+      CompareConfig copy = c;
+      copy.aa = true;
+      copy.label = c.label + "#2";
+      with_copies.push_back(std::move(copy));
+    }
+    m.configs = std::move(with_copies);
+  }
   return m;
 }
 
@@ -135,45 +149,171 @@ const CompareConfig* BaselineOf(const CompareMatrix& matrix, const CompareConfig
   std::vector<std::string> names(config.names.begin(), config.names.end());
   std::copy(matrix.baseline.begin(), matrix.baseline.end(), names.begin());
   for (const CompareConfig& b : matrix.configs) {
+    if (b.aa) continue;
     if (b.options.backend.shared_buffers.bytes == config.options.backend.shared_buffers.bytes && Matches(b, names)) return &b;
   }
   return nullptr;
 }
 
-Report CompareReport(const CompareMatrix& matrix) {
-  Report report({{"config", "config"},
-                 {"layout", ""},
-                 {"exit_check", ""},
-                 {"catcache", ""},
-                 {"syscache", ""},
-                 {"shared_buffers", "shared_buffers"},
-                 {"shared_buffers_bytes", ""},
-                 {"connections_per_second", "conn/s", 1},
-                 {"us_per_connection", "us/conn", 0},
-                 {"vs_fork_floor", "x floor", 2},
-                 {"exit_check_us", "exit_check us", 1},
-                 {"exit_check_minor_faults", "exit faults", 0},
-                 {"exit_check_share", "exit % of CPU", 1},
-                 {"teardown_us", "teardown us", 1},
-                 {"reap_us", "reap us", 1},
-                 {"connections_per_second_vs_baseline", "conn/s vs base", 2},
-                 {"exit_check_us_vs_baseline", "exit vs base", 2},
-                 {"backends_crashed", ""},
-                 {"leaks_reported", ""}});
-  auto ratio = [](double a, double b) { return b > 0 ? Cell(a / b) : Cell(std::monostate{}); };
+const CompareConfig* BaselineOfPg(const CompareMatrix& matrix, const pgreal::PgTargetResult& target) {
   for (const CompareConfig& c : matrix.configs) {
-    const lifecycle::CycleSummary s = lifecycle::Summarize(c.merged);
-    const double rate = Summarize(c.rates).median;
-    const lifecycle::PhaseStats& exit = s.phases[static_cast<int>(lifecycle::Phase::kExitCheck)];
-    std::vector<Cell> row;
-    for (const std::string& text : {c.label, c.names[0], c.names[1], c.names[2], c.names[3],
-                                    buffers::FormatSize(c.options.backend.shared_buffers.bytes)}) {
-      row.emplace_back(std::in_place_type<std::string>, text);
+    if (c.aa || static_cast<int64_t>(c.options.backend.shared_buffers.bytes) != target.shared_buffers_bytes) continue;
+    if (std::equal(matrix.baseline.begin(), matrix.baseline.end(), c.names.begin())) return &c;
+  }
+  return nullptr;
+}
+
+void AddRound(CompareConfig& c, const lifecycle::CycleResult& round) {
+  const lifecycle::CycleSummary s = lifecycle::Summarize(round);
+  c.rates.push_back(s.connections_per_second);
+  c.server_rounds.push_back(round.server);
+  c.exit_check_us.push_back(s.phases[static_cast<int>(lifecycle::Phase::kExitCheck)].wall_us.median);
+  lifecycle::MergeRound(round, c.merged);
+}
+
+namespace {
+
+double CpuUs(const PerConnection& p) { return p.cpu_us; }
+
+Estimate MedianEstimateOf(const std::vector<double>& values) {
+  const MedianEstimate m = MedianWithInterval(values);
+  return Estimate{.value = m.median, .interval = m.interval, .verdict = std::nullopt, .precise = true};
+}
+
+// The ratio a/b over paired rounds as an estimate, held to `precision`;
+// none where no round has both figures (an exit check compiled out takes 0 us).
+std::optional<Estimate> RatioEstimateOf(const std::vector<double>& a, const std::vector<double>& b, Better better,
+                                        double precision) {
+  const size_t n = std::min(a.size(), b.size());  // a run stopped early may leave one row a round ahead
+  const RatioEstimate r = PairedRatio(std::span(a).first(n), std::span(b).first(n), better);
+  if (r.rounds == 0) return std::nullopt;
+  Estimate e{.value = r.ratio, .interval = std::nullopt, .verdict = r.verdict, .precise = precision <= 0};
+  if (r.has_interval) {
+    e.interval = r.interval;
+    if (precision > 0) e.precise = r.interval.RelativeHalfWidth(r.ratio) <= precision;
+  }
+  return e;
+}
+
+// The figures of a row whose rounds are `rates` and `server`, against a
+// baseline's (null: the row is the baseline itself).
+RowStats StatsOf(const std::vector<double>& rates, const std::vector<ServerUsage>& server,
+                 const CompareConfig* baseline, double precision) {
+  RowStats r;
+  r.rate = MedianEstimateOf(rates);
+  const std::vector<double> cpu = PerRound(server, CpuUs);
+  r.has_cpu = !server.empty() && std::all_of(cpu.begin(), cpu.end(), [](double v) { return v > 0; });
+  if (r.has_cpu) r.cpu_us = MedianEstimateOf(cpu);
+  if (baseline == nullptr) return r;
+  r.rate_vs_baseline = RatioEstimateOf(rates, baseline->rates, Better::kHigher, precision);
+  if (r.has_cpu) r.cpu_vs_baseline = RatioEstimateOf(cpu, PerRound(baseline->server_rounds, CpuUs), Better::kLower, precision);
+  return r;
+}
+
+// How far `e` is from the precision: its relative half-width, 1 without an
+// interval.
+double HalfWidth(const std::optional<Estimate>& e) {
+  if (!e) return 0;
+  return e->interval ? e->interval->RelativeHalfWidth(e->value) : 1;
+}
+
+}  // namespace
+
+CompareStats ComputeCompareStats(const CompareMatrix& matrix, std::span<const pgreal::PgTargetResult> targets,
+                                 double precision) {
+  CompareStats stats;
+  stats.rounds = matrix.configs.empty() ? 0 : static_cast<int64_t>(matrix.configs.front().rates.size());
+  auto held = [&](const RowStats& r) {
+    stats.worst_half_width = std::max({stats.worst_half_width, HalfWidth(r.cpu_vs_baseline), HalfWidth(r.rate_vs_baseline)});
+  };
+  for (const CompareConfig& c : matrix.configs) {
+    const CompareConfig* b = BaselineOf(matrix, c);
+    RowStats r = StatsOf(c.rates, c.server_rounds, b == &c ? nullptr : b, precision);
+    if (b != nullptr && b != &c) {
+      r.exit_vs_baseline = RatioEstimateOf(c.exit_check_us, b->exit_check_us, Better::kLower, 0);
     }
-    row.push_back(static_cast<int64_t>(c.options.backend.shared_buffers.bytes));
-    row.push_back(rate);
-    row.push_back(rate > 0 ? Cell(1e6 / rate) : Cell(std::monostate{}));
-    row.push_back(ratio(rate, s.baseline_forks_per_second));
+    held(r);
+    if (c.aa) {
+      const bool differs = (r.cpu_vs_baseline && r.cpu_vs_baseline->verdict != Verdict::kSame) ||
+                           (r.rate_vs_baseline && r.rate_vs_baseline->verdict != Verdict::kSame);
+      if (differs) stats.aa_failures.push_back(absl::StrCat(c.label, " at ", buffers::FormatSize(c.options.backend.shared_buffers.bytes)));
+    }
+    stats.mock.push_back(std::move(r));
+  }
+  for (const pgreal::PgTargetResult& t : targets) {
+    RowStats r = StatsOf(t.rates, t.server_rounds, BaselineOfPg(matrix, t), precision);
+    held(r);
+    stats.pg.push_back(std::move(r));
+  }
+  stats.precise = precision <= 0 || stats.worst_half_width <= precision;
+  return stats;
+}
+
+namespace {
+
+std::vector<Column> CompareColumns() {
+  return {{"config", "config"},
+          {"layout", ""},
+          {"exit_check", ""},
+          {"catcache", ""},
+          {"syscache", ""},
+          {"aa", ""},
+          {"shared_buffers", "shared_buffers"},
+          {"shared_buffers_bytes", ""},
+          {"cpu_us_per_connection", "CPU us/conn", 0, ColumnKind::kMedian},
+          {"cpu_us_per_connection_vs_baseline", "CPU vs base", 2, ColumnKind::kRatio},
+          {"connections_per_second", "conn/s", 0, ColumnKind::kMedian},
+          {"connections_per_second_vs_baseline", "conn/s vs base", 2, ColumnKind::kRatio},
+          {"vs_fork_floor", "x floor", 2},
+          {"exit_check_us", "exit us", 1},
+          {"exit_check_minor_faults", "exit faults", 0},
+          {"exit_check_share", "exit % CPU", 1},
+          {"exit_check_us_vs_baseline", "exit vs base", 2, ColumnKind::kRatio},
+          {"teardown_us", "", 1},
+          {"reap_us", "", 1},
+          {"backends_crashed", ""},
+          {"leaks_reported", ""},
+          // Each round's figures, in round order, for a reader to pair again.
+          {"rounds_cpu_us_per_connection", ""},
+          {"rounds_connections_per_second", ""},
+          {"rounds_exit_check_us", ""}};
+}
+
+Cell RatioCell(const std::optional<Estimate>& e, bool is_baseline) {
+  if (e) return *e;
+  if (is_baseline) return 1.0;  // the baseline against itself: 1 by definition, no interval to give
+  return std::monostate{};
+}
+
+// The cells every row starts with: names, A/A, size, cost and rate with
+// their ratios.
+std::vector<Cell> LeadingCells(const std::array<std::string, 5>& names, bool aa, uint64_t bytes, const RowStats& r,
+                               bool is_baseline) {
+  std::vector<Cell> row;
+  for (const std::string& text : names) row.emplace_back(std::in_place_type<std::string>, text);
+  row.push_back(Boolean{aa});
+  row.emplace_back(std::in_place_type<std::string>, buffers::FormatSize(bytes));
+  row.push_back(static_cast<int64_t>(bytes));
+  row.push_back(r.has_cpu ? Cell(r.cpu_us) : Cell(std::monostate{}));
+  row.push_back(r.has_cpu ? RatioCell(r.cpu_vs_baseline, is_baseline) : Cell(std::monostate{}));
+  row.push_back(r.rate);
+  row.push_back(RatioCell(r.rate_vs_baseline, is_baseline));
+  return row;
+}
+
+}  // namespace
+
+Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std::span<const pgreal::PgTargetResult> targets) {
+  Report report(CompareColumns());
+  for (size_t i = 0; i < matrix.configs.size(); ++i) {
+    const CompareConfig& c = matrix.configs[i];
+    const RowStats& r = stats.mock[i];
+    const lifecycle::CycleSummary s = lifecycle::Summarize(c.merged);
+    const lifecycle::PhaseStats& exit = s.phases[static_cast<int>(lifecycle::Phase::kExitCheck)];
+    const bool is_baseline = BaselineOf(matrix, c) == &c;
+    std::vector<Cell> row = LeadingCells({c.label, c.names[0], c.names[1], c.names[2], c.names[3]}, c.aa,
+                                         c.options.backend.shared_buffers.bytes, r, is_baseline);
+    row.push_back(s.baseline_forks_per_second > 0 ? Cell(r.rate.value / s.baseline_forks_per_second) : Cell(std::monostate{}));
     row.push_back(exit.wall_us.median);
     row.push_back(exit.minor_faults);
     // The exit check's share of a backend's CPU, fork (the postmaster's
@@ -186,18 +326,28 @@ Report CompareReport(const CompareMatrix& matrix) {
       const double check = c.merged.backends.phases[static_cast<int>(lifecycle::Phase::kExitCheck)].cpu_ns.mean();
       row.push_back(all > 0 ? Cell(100 * check / all) : Cell(std::monostate{}));
     }
+    row.push_back(RatioCell(r.exit_vs_baseline, is_baseline));
     row.push_back(s.phases[static_cast<int>(lifecycle::Phase::kTeardown)].wall_us.median);
     row.push_back(s.phases[static_cast<int>(lifecycle::Phase::kReap)].wall_us.median);
-    if (const CompareConfig* b = BaselineOf(matrix, c); b != nullptr) {
-      const lifecycle::CycleSummary bs = lifecycle::Summarize(b->merged);
-      row.push_back(ratio(rate, Summarize(b->rates).median));
-      row.push_back(ratio(exit.wall_us.median, bs.phases[static_cast<int>(lifecycle::Phase::kExitCheck)].wall_us.median));
-    } else {
-      row.push_back(std::monostate{});
-      row.push_back(std::monostate{});
-    }
     row.push_back(s.crashed);
     row.push_back(s.leaks);
+    row.push_back(Values(PerRound(c.server_rounds, CpuUs)));
+    row.push_back(Values(c.rates));
+    row.push_back(Values(c.exit_check_us));
+    report.AddRow(std::move(row));
+  }
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const pgreal::PgTargetResult& t = targets[i];
+    const CompareConfig* baseline = BaselineOfPg(matrix, t);
+    std::vector<Cell> row = LeadingCells({PgConfigLabel(t), "", "", "", ""}, false,
+                                         static_cast<uint64_t>(t.shared_buffers_bytes), stats.pg[i], false);
+    const double floor = baseline != nullptr ? lifecycle::Summarize(baseline->merged).baseline_forks_per_second : 0;
+    row.push_back(floor > 0 ? Cell(stats.pg[i].rate.value / floor) : Cell(std::monostate{}));
+    // A real backend's phases are `pg --profile`'s: the exit columns stay empty.
+    for (size_t k = row.size(); k + 3 < CompareColumns().size(); ++k) row.push_back(std::monostate{});
+    row.push_back(Values(PerRound(t.server_rounds, CpuUs)));
+    row.push_back(Values(t.rates));
+    row.push_back(std::monostate{});
     report.AddRow(std::move(row));
   }
   return report;
@@ -206,35 +356,6 @@ Report CompareReport(const CompareMatrix& matrix) {
 std::string PgConfigLabel(const pgreal::PgTargetResult& target) {
   return target.via.empty() ? absl::StrCat("pg", target.installation.major)
                             : absl::StrCat("pg", target.installation.major, " via ", target.via);
-}
-
-void AddPgRows(Report& report, const CompareMatrix& matrix, std::span<const pgreal::PgTargetResult> targets) {
-  auto ratio = [](double a, double b) { return b > 0 ? Cell(a / b) : Cell(std::monostate{}); };
-  for (const pgreal::PgTargetResult& t : targets) {
-    const double rate = Summarize(t.rates).median;
-    const CompareConfig* baseline = nullptr;
-    for (const CompareConfig& c : matrix.configs) {
-      if (static_cast<int64_t>(c.options.backend.shared_buffers.bytes) != t.shared_buffers_bytes) continue;
-      if (std::equal(matrix.baseline.begin(), matrix.baseline.end(), c.names.begin())) {
-        baseline = &c;
-        break;
-      }
-    }
-    std::vector<Cell> row;
-    for (const std::string& text : {PgConfigLabel(t), std::string(), std::string(), std::string(), std::string(),
-                                    buffers::FormatSize(static_cast<uint64_t>(t.shared_buffers_bytes))}) {
-      row.emplace_back(std::in_place_type<std::string>, text);
-    }
-    row.push_back(t.shared_buffers_bytes);
-    row.push_back(rate);
-    row.push_back(rate > 0 ? Cell(1e6 / rate) : Cell(std::monostate{}));
-    row.push_back(baseline != nullptr ? ratio(rate, lifecycle::Summarize(baseline->merged).baseline_forks_per_second)
-                                      : Cell(std::monostate{}));
-    for (int i = 0; i < 5; ++i) row.push_back(std::monostate{});  // exit_check, its faults and share, teardown, reap
-    row.push_back(baseline != nullptr ? ratio(rate, Summarize(baseline->rates).median) : Cell(std::monostate{}));
-    for (int i = 0; i < 3; ++i) row.push_back(std::monostate{});  // exit vs base, crashed, leaks
-    report.AddRow(std::move(row));
-  }
 }
 
 }  // namespace backendlab::tools

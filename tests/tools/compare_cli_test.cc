@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -67,48 +68,104 @@ INSTANTIATE_TEST_SUITE_P(
         std::vector<std::string>{"--syscalls=true"},
         // A newline in a value is quoted escaped, on the one line.
         std::vector<std::string>{"--layouts=ha\nsh"}, std::vector<std::string>{"--baseline=hash/o\nff"},
-        std::vector<std::string>{"--shared-buffers=1\nGB"}));
+        std::vector<std::string>{"--shared-buffers=1\nGB"},
+        // The precision, time limit, seed and A/A switch take their own forms.
+        std::vector<std::string>{"--precision=abc"}, std::vector<std::string>{"--precision=-1"},
+        std::vector<std::string>{"--precision=nan"}, std::vector<std::string>{"--precision=101"},
+        std::vector<std::string>{"--max-time=0s"}, std::vector<std::string>{"--max-time=10"},
+        std::vector<std::string>{"--seed=-1"}, std::vector<std::string>{"--aa=maybe"}));
 
-// The ratio columns are quotients of the rows' own medians: each row's
-// against the baseline's row at the same shared_buffers, and the baseline's
-// own exactly 1. The chart has one line per configuration label.
-TEST_F(CompareCliTest, RatiosAreQuotientsOfTheRowsAndTheChartHasALinePerConfiguration) {
-  const std::string json_path = dir_ + "/compare.json", svg_path = dir_ + "/compare.svg";
+// The geometric mean of the paired ratios a[i] / b[i]: what a ratio column
+// must be, recomputed from the rounds the JSON gives.
+double PairedRatioOf(const nlohmann::json& a, const nlohmann::json& b) {
+  double sum = 0;
+  for (size_t i = 0; i < a.size(); ++i) sum += std::log(a[i].get<double>() / b[i].get<double>());
+  return std::exp(sum / static_cast<double>(a.size()));
+}
+
+// The ratio columns are paired: each row's figure over the baseline's at the
+// same shared_buffers within each round, summarised over the rounds, with a
+// 95 % interval that holds the ratio and a verdict that says where the
+// interval lies; the baseline's own is exactly 1, with no interval. The
+// chart has one line per configuration label.
+TEST_F(CompareCliTest, RatiosArePairedWithinRoundsAndCarryIntervalsAndVerdicts) {
+  const std::string json_path = dir_ + "/compare.json", svg_path = dir_ + "/compare.svg", csv_path = dir_ + "/compare.csv";
   const RunResult r = Run({"compare", "--layouts=array,hash", "--exit-checks=always", "--shared-buffers=128MB,1GB",
-                           "--connections=4", "--rounds=2", "--warmup=1", "--work-lookups=10", "--json=" + json_path,
-                           "--svg=" + svg_path});
+                           "--connections=4", "--rounds=3", "--precision=0", "--warmup=1", "--work-lookups=10",
+                           "--json=" + json_path, "--svg=" + svg_path, "--csv=" + csv_path});
   ASSERT_EQ(r.exit_code, 0) << "stderr: " << r.err;
   EXPECT_EQ(r.err, "");
   const nlohmann::json j = nlohmann::json::parse(ReadFile(json_path), nullptr, /*allow_exceptions=*/false);
   ASSERT_FALSE(j.is_discarded()) << ReadFile(json_path);
   EXPECT_EQ(j["header"].value("baseline", ""), "array/always");
+  EXPECT_EQ(j["header"].value("rounds", 0), 3) << "--precision=0 runs every round";
+  EXPECT_EQ(j["header"].value("seed", -1), 1);
   const nlohmann::json& rows = j["rows"];
   ASSERT_EQ(rows.size(), 4u) << j.dump(2);
   std::map<int64_t, nlohmann::json> baseline;  // by shared_buffers_bytes
   for (const nlohmann::json& row : rows) {
-    for (const char* key : {"config", "layout", "exit_check", "catcache", "syscache", "shared_buffers_bytes",
-                            "connections_per_second", "exit_check_us", "connections_per_second_vs_baseline",
-                            "exit_check_us_vs_baseline"}) {
+    for (const char* key : {"config", "layout", "exit_check", "catcache", "syscache", "aa", "shared_buffers_bytes",
+                            "cpu_us_per_connection", "cpu_us_per_connection_ci", "cpu_us_per_connection_vs_baseline",
+                            "cpu_us_per_connection_vs_baseline_ci", "cpu_us_per_connection_vs_baseline_verdict",
+                            "connections_per_second", "connections_per_second_ci", "connections_per_second_vs_baseline",
+                            "connections_per_second_vs_baseline_ci", "connections_per_second_vs_baseline_verdict",
+                            "exit_check_us", "exit_check_us_vs_baseline", "exit_check_us_vs_baseline_ci",
+                            "exit_check_us_vs_baseline_verdict", "rounds_cpu_us_per_connection",
+                            "rounds_connections_per_second", "rounds_exit_check_us"}) {
       ASSERT_TRUE(row.contains(key)) << key << " missing from " << row.dump();
     }
     EXPECT_EQ(row["syscache"], "pg17");
+    EXPECT_EQ(row["aa"], false);
+    for (const char* key : {"rounds_cpu_us_per_connection", "rounds_connections_per_second", "rounds_exit_check_us"}) {
+      ASSERT_EQ(row[key].size(), 3u) << key << ": one figure per round";
+    }
     if (row["config"] == "array/always") baseline[row["shared_buffers_bytes"].get<int64_t>()] = row;
   }
   ASSERT_EQ(baseline.size(), 2u) << j.dump(2);
   for (const nlohmann::json& row : rows) {
     SCOPED_TRACE(row.dump());
     const nlohmann::json& base = baseline.at(row["shared_buffers_bytes"].get<int64_t>());
-    ASSERT_GT(base["connections_per_second"].get<double>(), 0);
-    EXPECT_EQ(row["connections_per_second_vs_baseline"].get<double>(),
-              row["connections_per_second"].get<double>() / base["connections_per_second"].get<double>());
-    ASSERT_GT(base["exit_check_us"].get<double>(), 0);
-    EXPECT_EQ(row["exit_check_us_vs_baseline"].get<double>(),
-              row["exit_check_us"].get<double>() / base["exit_check_us"].get<double>());
     if (row["config"] == "array/always") {
-      EXPECT_EQ(row["connections_per_second_vs_baseline"].get<double>(), 1.0);
-      EXPECT_EQ(row["exit_check_us_vs_baseline"].get<double>(), 1.0);
+      for (const char* key : {"cpu_us_per_connection_vs_baseline", "connections_per_second_vs_baseline", "exit_check_us_vs_baseline"}) {
+        EXPECT_EQ(row[key].get<double>(), 1.0) << key;
+        EXPECT_TRUE(row[std::string(key) + "_ci"].is_null()) << key << ": the baseline against itself has no interval";
+        EXPECT_TRUE(row[std::string(key) + "_verdict"].is_null()) << key;
+      }
+      continue;
+    }
+    struct Ratio {
+      const char* key;
+      const char* rounds;
+      bool lower_is_faster;
+    };
+    for (const Ratio& ratio : {Ratio{"cpu_us_per_connection_vs_baseline", "rounds_cpu_us_per_connection", true},
+                               Ratio{"connections_per_second_vs_baseline", "rounds_connections_per_second", false},
+                               Ratio{"exit_check_us_vs_baseline", "rounds_exit_check_us", true}}) {
+      SCOPED_TRACE(ratio.key);
+      const double value = row[ratio.key].get<double>();
+      EXPECT_NEAR(value, PairedRatioOf(row[ratio.rounds], base[ratio.rounds]), 1e-9 * value);
+      const nlohmann::json& ci = row[std::string(ratio.key) + "_ci"];
+      ASSERT_TRUE(ci.is_array() && ci.size() == 2) << ci.dump();
+      const double low = ci[0].get<double>(), high = ci[1].get<double>();
+      EXPECT_LE(low, value);
+      EXPECT_GE(high, value);
+      const std::string verdict = row[std::string(ratio.key) + "_verdict"].get<std::string>();
+      if (low <= 1 && 1 <= high) {
+        EXPECT_EQ(verdict, "~");
+      } else {
+        EXPECT_EQ(verdict, (high < 1) == ratio.lower_is_faster ? "faster" : "slower");
+      }
     }
   }
+  // CSV: the same rows, each estimate with its interval's ends.
+  const std::vector<std::string> csv = Lines(ReadFile(csv_path));
+  ASSERT_EQ(csv.size(), 5u);
+  EXPECT_NE(csv[0].find(",cpu_us_per_connection_vs_baseline,cpu_us_per_connection_vs_baseline_ci_low,"
+                        "cpu_us_per_connection_vs_baseline_ci_high,cpu_us_per_connection_vs_baseline_verdict,"),
+            std::string::npos)
+      << csv[0];
+  // Text: the verdicts and how to read them.
+  EXPECT_NE(r.out.find("~ where it covers 1"), std::string::npos) << r.out;
 
   const std::string svg = ReadFile(svg_path);
   EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u) << svg;
@@ -124,6 +181,69 @@ TEST_F(CompareCliTest, RatiosAreQuotientsOfTheRowsAndTheChartHasALinePerConfigur
     EXPECT_NE(svg.find(label), std::string::npos) << label;
   }
   EXPECT_NE(r.out.find("chart: " + svg_path), std::string::npos) << r.out;
+  ExpectTmpdirEmpty();
+}
+
+// --aa=on: a second copy of the baseline at every shared_buffers, right
+// after it, marked in JSON and compared with it like any other row. (Whether
+// it comes out `~` is the machine's noise, a benchmark's matter: not asserted.)
+TEST_F(CompareCliTest, AnAaRunAddsACopyOfTheBaselineComparedWithIt) {
+  const std::string json_path = dir_ + "/compare.json";
+  const RunResult r = Run(Compare({"--layouts=array,hash", "--exit-checks=always", "--shared-buffers=128MB,1GB", "--aa=on",
+                                   "--rounds=2", "--precision=0", "--json=" + json_path}));
+  ASSERT_EQ(r.exit_code, 0) << "stderr: " << r.err;
+  const nlohmann::json j = nlohmann::json::parse(ReadFile(json_path), nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded());
+  std::vector<std::string> labels;
+  for (const nlohmann::json& row : j["rows"]) {
+    labels.push_back(row.value("config", "") + "@" + row.value("shared_buffers", ""));
+    EXPECT_EQ(row["aa"].get<bool>(), row.value("config", "") == "array/always#2") << row.dump();
+    if (row["aa"].get<bool>()) {
+      EXPECT_TRUE(row["cpu_us_per_connection_vs_baseline_verdict"].is_string()) << row.dump();
+      EXPECT_TRUE(row["connections_per_second_vs_baseline_verdict"].is_string()) << row.dump();
+    }
+  }
+  EXPECT_EQ(labels, (std::vector<std::string>{"array/always@128MB", "array/always#2@128MB", "hash/always@128MB",
+                                              "array/always@1GB", "array/always#2@1GB", "hash/always@1GB"}));
+  EXPECT_EQ(j["header"]["aa"], true);
+  ASSERT_TRUE(j["header"]["aa_failures"].is_array());
+  EXPECT_NE(r.out.find("A/A: "), std::string::npos) << r.out;
+  ExpectTmpdirEmpty();
+}
+
+// Rounds go on until the precision is reached or the time is up, and the
+// table says which. A precision of +-100 % is met at the first check (6
+// rounds) unless two rounds' ratios differ tenfold; a --max-time of 1 ms
+// lets no round begin after the first.
+TEST_F(CompareCliTest, RoundsStopAtThePrecisionOrTheTimeLimit) {
+  const std::string json_path = dir_ + "/compare.json";
+  const std::vector<std::string> pair = {"--layouts=hash", "--exit-checks=off,always", "--connections=10", "--rounds=100",
+                                         "--json=" + json_path};
+  auto run = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = pair;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const RunResult r = Run(Compare(args));
+    EXPECT_EQ(r.exit_code, 0) << "stderr: " << r.err;
+    const nlohmann::json j = nlohmann::json::parse(ReadFile(json_path), nullptr, /*allow_exceptions=*/false);
+    EXPECT_FALSE(j.is_discarded());
+    return std::make_pair(r, j);
+  };
+  {
+    const auto [r, j] = run({"--precision=100"});
+    EXPECT_EQ(j["header"].value("rounds", 0), 6) << r.out;
+    EXPECT_EQ(j["header"]["precise"], true);
+    EXPECT_NE(r.out.find("precision: every cost and rate ratio within +-100 % reached after 6 rounds"), std::string::npos) << r.out;
+    EXPECT_EQ(j["rows"][1]["connections_per_second_vs_baseline_precise"], true);
+  }
+  {
+    const auto [r, j] = run({"--precision=2", "--max-time=1ms"});
+    EXPECT_EQ(j["header"].value("rounds", 0), 1) << r.out;
+    EXPECT_EQ(j["header"]["precise"], false);
+    EXPECT_NE(r.out.find("NOT reached after 1 rounds"), std::string::npos) << r.out;
+    EXPECT_EQ(j["rows"][1]["connections_per_second_vs_baseline_precise"], false) << "one round has no interval";
+    EXPECT_TRUE(j["rows"][1]["connections_per_second_vs_baseline_ci"].is_null());
+    EXPECT_EQ(j["rows"][1]["connections_per_second_vs_baseline_verdict"], "~") << "no interval: nothing resolved";
+  }
   ExpectTmpdirEmpty();
 }
 

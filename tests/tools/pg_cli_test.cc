@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <map>
 #include <sstream>
 #include <string>
@@ -66,13 +67,13 @@ TEST_F(PgCliTest, CompareWithPgAddsARealServerPerSharedBuffersInTheSameRounds) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("pg15: PostgreSQL 15"), std::string::npos) << "the report names the server" << r.out;
   const nlohmann::json j = nlohmann::json::parse(test_util::ReadFile(json_path));
-  std::map<int64_t, double> mock;  // conn/s by shared_buffers_bytes
+  std::map<int64_t, nlohmann::json> mock;  // by shared_buffers_bytes
   std::vector<nlohmann::json> pg;
   for (const nlohmann::json& row : j["rows"]) {
     if (row["config"] == "pg15") {
       pg.push_back(row);
     } else {
-      mock[row["shared_buffers_bytes"].get<int64_t>()] = row["connections_per_second"].get<double>();
+      mock[row["shared_buffers_bytes"].get<int64_t>()] = row;
     }
   }
   ASSERT_EQ(mock.size(), 2u) << j.dump(2);
@@ -80,8 +81,17 @@ TEST_F(PgCliTest, CompareWithPgAddsARealServerPerSharedBuffersInTheSameRounds) {
   for (const nlohmann::json& row : pg) {
     SCOPED_TRACE(row.dump());
     ASSERT_GT(row["connections_per_second"].get<double>(), 0);
-    EXPECT_EQ(row["connections_per_second_vs_baseline"].get<double>(),
-              row["connections_per_second"].get<double>() / mock.at(row["shared_buffers_bytes"].get<int64_t>()));
+    // Paired with the mock's baseline round by round, as the mock's rows are.
+    const nlohmann::json& base = mock.at(row["shared_buffers_bytes"].get<int64_t>());
+    for (const auto& [ratio, rounds] : {std::pair{"connections_per_second_vs_baseline", "rounds_connections_per_second"},
+                                        std::pair{"cpu_us_per_connection_vs_baseline", "rounds_cpu_us_per_connection"}}) {
+      ASSERT_EQ(row[rounds].size(), 2u) << rounds;
+      double logs = 0;
+      for (size_t i = 0; i < 2; ++i) logs += std::log(row[rounds][i].get<double>() / base[rounds][i].get<double>());
+      EXPECT_NEAR(row[ratio].get<double>(), std::exp(logs / 2), 1e-9 * row[ratio].get<double>()) << ratio;
+      EXPECT_TRUE(row[std::string(ratio) + "_verdict"].is_string()) << ratio;
+    }
+    EXPECT_GT(row["cpu_us_per_connection"].get<double>(), 0) << "the real server's CPU, per connection";
     EXPECT_TRUE(row["exit_check_us"].is_null()) << "a real backend's phases are not the mock's";
   }
   EXPECT_EQ(j["header"]["pg"]["settings"]["fsync"], "off");
