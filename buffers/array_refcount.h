@@ -13,7 +13,8 @@
 
 namespace backendlab::buffers {
 
-// Allocated with calloc at backend start, as InitBufferPoolAccess() did: a table
+// Allocated fresh at backend start (mmap, as InitBufferPoolAccess()'s calloc
+// of a large table is; internal/flat_table.h says why always): a table
 // of 4 x NBuffers bytes (512 KiB per GB of shared_buffers) whose untouched pages
 // stay the kernel's zero page until first touched. Pin/unpin index the array
 // directly; the exit check must read all of it.

@@ -15,7 +15,7 @@
 
 namespace backendlab::buffers {
 
-// The `array` table (calloc, one int32 per buffer, pin and unpin index it
+// The `array` table (fresh pages, one int32 per buffer, pin and unpin index it
 // directly) and a bitmap of the 4 kB memory pages it spans: a page's bit is
 // set by the first pin that writes into it, so the exit check scans the pages
 // with a bit set and never reads — never faults in — the others. The pages

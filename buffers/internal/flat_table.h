@@ -3,6 +3,9 @@
 #ifndef BACKENDLAB_BUFFERS_INTERNAL_FLAT_TABLE_H_
 #define BACKENDLAB_BUFFERS_INTERNAL_FLAT_TABLE_H_
 
+#include <sys/mman.h>
+
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -15,25 +18,35 @@
 
 namespace backendlab::buffers::internal {
 
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
+// Unmaps a table of `bytes` (rounded up to pages by the kernel).
+struct UnmapDeleter {
+  size_t bytes = 0;
+  void operator()(void* p) const {
+    if (p != nullptr) munmap(p, bytes);
+  }
 };
 
 template <typename Element>
-using FlatCounts = std::unique_ptr<Element[], FreeDeleter>;
+using FlatCounts = std::unique_ptr<Element[], UnmapDeleter>;
 
-// calloc, as InitBufferPoolAccess() did: a large table is a fresh mapping
-// whose pages stay the kernel's zero page until touched.
+// Fresh anonymous pages, the kernel's zero page until touched: what a newly
+// started backend's calloc of its table gets (InitBufferPoolAccess() in
+// PostgreSQL <= 9.4: a large table is an mmap of its own, a small one comes
+// from heap a young process has not touched). Taken with mmap, whatever the
+// size, so that this process's history (a postmaster that freed big blocks,
+// glibc's threshold raised by an earlier free, a test run before) cannot
+// hand the table heap pages already faulted in, which calloc would memset:
+// the faults of a table are then the same in every run.
 template <typename Element>
 absl::StatusOr<FlatCounts<Element>> AllocateCounts(uint32_t nbuffers, Layout layout) {
   if (absl::Status s = ValidateNBuffers(nbuffers); !s.ok()) return s;
-  void* counts = std::calloc(nbuffers, sizeof(Element));
-  if (counts == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat("out of memory allocating ", size_t{nbuffers} * sizeof(Element),
-                                                     " bytes for the ", std::string(LayoutName(layout)),
-                                                     " refcount table"));
+  const size_t bytes = size_t{nbuffers} * sizeof(Element);
+  void* counts = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (counts == MAP_FAILED) {
+    return absl::ResourceExhaustedError(absl::StrCat("out of memory allocating ", bytes, " bytes for the ",
+                                                     std::string(LayoutName(layout)), " refcount table"));
   }
-  return FlatCounts<Element>(static_cast<Element*>(counts));
+  return FlatCounts<Element>(static_cast<Element*>(counts), UnmapDeleter{bytes});
 }
 
 // Every non-zero entry as a Leak, in ascending order; count_of(i) gives the
