@@ -11,12 +11,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstdio>
 #include <numeric>
 #include <random>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -36,20 +38,43 @@ inline constexpr uint64_t kDefaultOrderSeed = 1;
 // How many rounds, and the orders within them.
 struct RoundPlan {
   RoundPlan(int64_t max_rounds) : rounds(max_rounds) {}  // NOLINT: a count of rounds is a plan
-  RoundPlan(int64_t max_rounds, uint64_t order_seed) : rounds(max_rounds), seed(order_seed) {}
+  RoundPlan(int64_t max_rounds, uint64_t order_seed, std::vector<size_t> config_groups = {})
+      : rounds(max_rounds), seed(order_seed), groups(std::move(config_groups)) {}
   int64_t rounds;                    // at most; after_round may end them sooner
   uint64_t seed = kDefaultOrderSeed;
+  // Configuration i's group (empty: one group of all). The configurations
+  // that are compared with each other form a group: each runs as a block,
+  // so that the runs a paired ratio divides are at most a block apart, not
+  // a whole round (drift over seconds is what pairing cannot cancel).
+  std::vector<size_t> groups;
 };
 
-// Round `round`'s order of `configs` configurations under `seed`: a
-// Fisher-Yates shuffle of our own over std::mt19937_64 (whose sequence the
-// standard fixes; std::shuffle's use of it is the library's), so that a
-// seed gives the same orders with every compiler.
-inline std::vector<size_t> RoundOrder(uint64_t seed, int64_t round, size_t configs) {
-  std::vector<size_t> order(configs);
-  std::iota(order.begin(), order.end(), size_t{0});
+// Round `round`'s order of `configs` configurations under `seed`: the
+// groups in a shuffled order, each one's configurations together, shuffled
+// within it. Fisher-Yates shuffles of our own over std::mt19937_64 (whose
+// sequence the standard fixes; std::shuffle's use of it is the library's),
+// so that a seed gives the same orders with every compiler.
+inline std::vector<size_t> RoundOrder(uint64_t seed, int64_t round, size_t configs,
+                                      const std::vector<size_t>& groups = {}) {
   std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(round));
-  for (size_t i = configs; i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
+  auto shuffle = [&](std::vector<size_t>& v) {
+    for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng() % i]);
+  };
+  std::vector<size_t> group_ids;
+  for (size_t i = 0; i < configs; ++i) {
+    const size_t g = i < groups.size() ? groups[i] : 0;
+    if (std::find(group_ids.begin(), group_ids.end(), g) == group_ids.end()) group_ids.push_back(g);
+  }
+  shuffle(group_ids);
+  std::vector<size_t> order;
+  for (const size_t g : group_ids) {
+    std::vector<size_t> members;
+    for (size_t i = 0; i < configs; ++i) {
+      if ((i < groups.size() ? groups[i] : 0) == g) members.push_back(i);
+    }
+    shuffle(members);
+    order.insert(order.end(), members.begin(), members.end());
+  }
   return order;
 }
 
@@ -70,7 +95,7 @@ absl::Status RunInterleaved(std::string_view name, const RoundPlan& plan, size_t
   absl::Status status;
   bool more = true;
   for (int64_t round = 0; round < plan.rounds && more && status.ok(); ++round) {
-    for (const size_t i : RoundOrder(plan.seed, round, configs)) {
+    for (const size_t i : RoundOrder(plan.seed, round, configs, plan.groups)) {
       if (StopRequested()) {
         status = StoppedStatus();
         break;

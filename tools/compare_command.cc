@@ -41,8 +41,8 @@ constexpr FlagSpec kFlags[] = {
     {"syscaches", "pg17", "syscache profiles: pg90, pg17"},
     {"mode", "fork", "fork or inproc"},
     {"clients", "1", "concurrent clients"},
-    {"connections", "40", "measured connections per configuration and round"},
-    {"rounds", "200", "at most this many interleaved rounds"},
+    {"connections", "10", "measured connections per configuration and round"},
+    {"rounds", "1000", "at most this many interleaved rounds"},
     {"precision", "2", "percent: rounds go on until every cost and rate ratio's 95 % interval is within +-this of it (0: every round runs)"},
     {"max-time", "100s", "no round is begun that would end past this, precise or not"},
     {"seed", "1", "seed of the rounds' shuffled orders"},
@@ -175,8 +175,18 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   const absl::Time start = absl::Now();
   absl::Time round_start = start;
   absl::Duration statistics_time;
+  // Rows are only ever divided by rows at the same shared_buffers: one block
+  // per size in each round, the real server at that size in it too.
+  std::vector<size_t> groups;
+  auto size_index = [&](uint64_t bytes) {
+    return static_cast<size_t>(std::find_if(matrix->sizes.begin(), matrix->sizes.end(),
+                                            [&](const buffers::SharedBuffers& s) { return s.bytes == bytes; }) -
+                               matrix->sizes.begin());
+  };
+  for (const CompareConfig& c : configs) groups.push_back(size_index(c.options.backend.shared_buffers.bytes));
+  for (size_t i = 0; i < pg_count; ++i) groups.push_back(size_index(static_cast<uint64_t>(pg->target(i).shared_buffers_bytes)));
   absl::Status measured = RunInterleaved(
-      "compare", RoundPlan(*rounds, static_cast<uint64_t>(*seed)), configs.size() + pg_count,
+      "compare", RoundPlan(*rounds, static_cast<uint64_t>(*seed), groups), configs.size() + pg_count,
       [&](size_t i, int64_t) -> absl::Status {
         if (i >= configs.size()) return pg->Measure(i - configs.size());
         CompareConfig& c = configs[i];
@@ -240,7 +250,7 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
     header["pg"]["settings"] = settings;
   }
   report.SetHeader(header);
-  out << absl::StrFormat("backendlab compare: %d configurations x %d interleaved rounds (order shuffled, seed %d), "
+  out << absl::StrFormat("backendlab compare: %d configurations x %d interleaved rounds (a block per shared_buffers, orders shuffled, seed %d), "
                          "%d connections each per round, %.0f s\n",
                          configs.size() + pg_targets.size(), stats.rounds, *seed, base->connections,
                          absl::ToDoubleSeconds(elapsed));

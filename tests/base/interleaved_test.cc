@@ -72,6 +72,28 @@ TEST(InterleavedTest, ShuffledOrdersBalancePlacesAndNeighbours) {
   }
 }
 
+// Groups run as blocks: each group's configurations together, in a
+// shuffled order, and the groups themselves in a shuffled order.
+TEST(InterleavedTest, GroupsRunAsBlocksInShuffledOrders) {
+  const std::vector<size_t> groups = {0, 0, 0, 1, 1, 1, 2, 2, 2};  // e.g. three shared_buffers sizes
+  std::array<int, 3> first_group{};
+  bool within_group_varies = false;
+  for (int64_t round = 0; round < 300; ++round) {
+    const std::vector<size_t> o = RoundOrder(5, round, groups.size(), groups);
+    std::vector<size_t> sorted = o;
+    std::sort(sorted.begin(), sorted.end());
+    ASSERT_EQ(sorted, (std::vector<size_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
+    for (size_t block = 0; block < 3; ++block) {
+      for (size_t k = 1; k < 3; ++k) ASSERT_EQ(groups[o[block * 3 + k]], groups[o[block * 3]]) << "round " << round;
+    }
+    ++first_group[groups[o[0]]];
+    within_group_varies |= o[0] % 3 != 0;
+  }
+  for (int n : first_group) EXPECT_NEAR(n, 100, 50);  // each group first about a third of the time (sd 8)
+  EXPECT_TRUE(within_group_varies);
+  EXPECT_EQ(RoundOrder(5, 7, 9, groups), RoundOrder(5, 7, 9, groups));
+}
+
 // after_round may end the rounds: what --precision does once it is met.
 TEST(InterleavedTest, AfterRoundCanEndTheRoundsEarly) {
   ResetStopRequestForTesting();
