@@ -154,49 +154,53 @@ LayoutRow Summarize(Layout layout, SharedBuffers size, const std::vector<Sample>
   return row;
 }
 
-// Ratios between layouts at the same size, from medians of the same run. Only
+// Ratios between layouts at the same size, paired within each round. Only
 // the pairs whose both layouts were measured appear; names in sorted order.
-std::vector<LayoutRatio> SameRunRatios(const std::vector<LayoutRow>& rows, const std::vector<SharedBuffers>& sizes) {
-  auto find = [&](Layout layout, uint32_t nbuffers) -> const LayoutRow* {
-    for (const LayoutRow& row : rows) {
-      if (row.layout == layout && row.size.nbuffers == nbuffers) return &row;
+template <typename Config>
+std::vector<LayoutRatio> PairedRatios(const std::vector<Config>& configs, const std::vector<std::vector<Sample>>& samples,
+                                      const std::vector<SharedBuffers>& sizes) {
+  auto find = [&](Layout layout, uint32_t nbuffers) -> const std::vector<Sample>* {
+    for (size_t i = 0; i < configs.size(); ++i) {
+      if (configs[i].layout == layout && configs[i].size.nbuffers == nbuffers) return &samples[i];
     }
     return nullptr;
   };
   std::map<std::string, LayoutRatio> ratios;
-  auto add = [&](const std::string& name, SharedBuffers size, double value) {
-    LayoutRatio& r = ratios[name];
-    r.name = name;
-    r.by_size.emplace_back(size, value);
+  // `name`: a's `field` over b's, round by round.
+  auto add = [&](const std::string& name, SharedBuffers size, const std::vector<Sample>& a, const std::vector<Sample>& b,
+                 auto field) {
+    std::vector<double> fa, fb;
+    for (size_t r = 0; r < a.size() && r < b.size(); ++r) {
+      fa.push_back(field(a[r]));
+      fb.push_back(field(b[r]));
+    }
+    LayoutRatio& ratio = ratios[name];
+    ratio.name = name;
+    ratio.by_size.emplace_back(size, PairedRatio(fa, fb, Better::kLower));
   };
+  auto exit_check = [](const Sample& s) { return s.exit_check_us; };
+  auto random_pins = [](const Sample& s) { return s.pin_unpin_ns_random; };
   for (const SharedBuffers& size : sizes) {
-    const LayoutRow* array = find(Layout::kArray, size.nbuffers);
-    const LayoutRow* bytes = find(Layout::kBytes, size.nbuffers);
-    const LayoutRow* hash = find(Layout::kHash, size.nbuffers);
+    const std::vector<Sample>* array = find(Layout::kArray, size.nbuffers);
+    const std::vector<Sample>* bytes = find(Layout::kBytes, size.nbuffers);
+    const std::vector<Sample>* hash = find(Layout::kHash, size.nbuffers);
+    const std::vector<Sample>* hash_keys = find(Layout::kHashKeys, size.nbuffers);
+    const std::vector<Sample>* array_touched = find(Layout::kArrayTouched, size.nbuffers);
+    // pin+unpin of `other` over array's, at every held count and spread out.
+    auto pins_over_array = [&](const std::string& prefix, const std::vector<Sample>& other) {
+      for (size_t h = 0; h < std::size(kHeldCounts); ++h) {
+        add(absl::StrCat(prefix, "_over_array_held_", kHeldCounts[h]), size, other, *array,
+            [h](const Sample& s) { return s.pin_unpin_ns[h]; });
+      }
+      add(prefix + "_over_array_random", size, other, *array, random_pins);
+    };
     if (array && hash) {
-      add("exit_check_array_over_hash", size, array->exit_check_us.median / hash->exit_check_us.median);
-      for (size_t h = 0; h < std::size(kHeldCounts); ++h) {
-        add(absl::StrCat("pin_unpin_hash_over_array_held_", kHeldCounts[h]), size,
-            hash->pin_unpin_ns[h] / array->pin_unpin_ns[h]);
-      }
-      add("pin_unpin_hash_over_array_random", size, hash->pin_unpin_ns_random / array->pin_unpin_ns_random);
+      add("exit_check_array_over_hash", size, *array, *hash, exit_check);
+      pins_over_array("pin_unpin_hash", *hash);
     }
-    if (array && bytes) {
-      add("exit_check_array_over_bytes", size, array->exit_check_us.median / bytes->exit_check_us.median);
-    }
-    const LayoutRow* hash_keys = find(Layout::kHashKeys, size.nbuffers);
-    const LayoutRow* array_touched = find(Layout::kArrayTouched, size.nbuffers);
-    if (array && hash_keys) {
-      for (size_t h = 0; h < std::size(kHeldCounts); ++h) {
-        add(absl::StrCat("pin_unpin_hash_keys_over_array_held_", kHeldCounts[h]), size,
-            hash_keys->pin_unpin_ns[h] / array->pin_unpin_ns[h]);
-      }
-      add("pin_unpin_hash_keys_over_array_random", size, hash_keys->pin_unpin_ns_random / array->pin_unpin_ns_random);
-    }
-    if (array && array_touched) {
-      add("exit_check_array_over_array_touched", size,
-          array->exit_check_us.median / array_touched->exit_check_us.median);
-    }
+    if (array && bytes) add("exit_check_array_over_bytes", size, *array, *bytes, exit_check);
+    if (array && hash_keys) pins_over_array("pin_unpin_hash_keys", *hash_keys);
+    if (array && array_touched) add("exit_check_array_over_array_touched", size, *array, *array_touched, exit_check);
   }
   std::vector<LayoutRatio> out;
   for (auto& [name, ratio] : ratios) out.push_back(std::move(ratio));
@@ -270,7 +274,7 @@ absl::StatusOr<LayoutExperimentResult> RunLayoutExperiment(const LayoutExperimen
 
   LayoutExperimentResult result;
   for (size_t i = 0; i < configs.size(); ++i) result.rows.push_back(Summarize(configs[i].layout, configs[i].size, samples[i]));
-  result.ratios = SameRunRatios(result.rows, options.sizes);
+  result.ratios = PairedRatios(configs, samples, options.sizes);
   return result;
 }
 

@@ -21,6 +21,7 @@
 #include "buffers/exit_check.h"
 #include "buffers/refcount_table.h"
 #include "buffers/scan_kernels.h"
+#include "base/statistics.h"
 #include "buffers/shared_buffers.h"
 
 namespace backendlab::buffers {
@@ -55,11 +56,13 @@ struct LayoutRow {
   std::optional<double> read_baseline_gbps{};
 };
 
-// A ratio of medians between two layouts at each size where both were
-// measured, e.g. "exit_check_array_over_hash".
+// A ratio between two layouts at each size where both were measured, e.g.
+// "exit_check_array_over_hash": A over B within each round, summarised over
+// the rounds with a 95 % interval and a verdict (base/statistics.h; each
+// figure is a cost, so a ratio below 1 is `faster`).
 struct LayoutRatio {
   std::string name;
-  std::vector<std::pair<SharedBuffers, double>> by_size;  // in the order of the sizes
+  std::vector<std::pair<SharedBuffers, RatioEstimate>> by_size;  // in the order of the sizes
 };
 
 struct LayoutExperimentResult {

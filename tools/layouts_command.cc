@@ -101,17 +101,27 @@ Report RowsTable(const std::vector<LayoutRow>& rows) {
   return report;
 }
 
-// {"exit_check_array_over_hash": {"8GB": 61234.5, ...}, ...}, and one text
-// line per ratio with the sizes in the order the user gave them.
+// {"exit_check_array_over_hash": {"8GB": 61234.5, "8GB_ci": [low, high],
+// "8GB_verdict": "slower", ...}, ...}, and one text line per ratio with the
+// sizes in the order the user gave them.
 nlohmann::json PrintRatios(const std::vector<buffers::LayoutRatio>& ratios, std::ostream& out) {
   nlohmann::json json = nlohmann::json::object();
-  if (!ratios.empty()) out << "\nSame-run ratios of medians:\n";
+  if (!ratios.empty()) {
+    out << "\nPaired ratios: A over B within each round, geometric mean over the rounds [95 % interval],\n"
+           "verdict for A (faster or slower where the interval excludes 1, ~ where it covers 1):\n";
+  }
+  auto number = [](double v) { return v >= 100 ? absl::StrFormat("%.0f", v) : absl::StrFormat("%.3g", v); };
   for (const buffers::LayoutRatio& ratio : ratios) {
     out << absl::StrFormat("  %-36s", ratio.name);
-    for (const auto& [size, v] : ratio.by_size) {
+    for (const auto& [size, r] : ratio.by_size) {
       const std::string name = buffers::FormatSize(size.bytes);
-      json[ratio.name][name] = v;
-      out << absl::StrFormat("  %s %s", name, v >= 100 ? absl::StrFormat("%.0fx", v) : absl::StrFormat("%.2fx", v));
+      json[ratio.name][name] = r.ratio;
+      json[ratio.name][name + "_ci"] =
+          r.has_interval ? nlohmann::json::array({r.interval.low, r.interval.high}) : nlohmann::json(nullptr);
+      json[ratio.name][name + "_verdict"] = std::string(VerdictName(r.verdict));
+      out << "  " << name << " " << number(r.ratio) << "x";
+      if (r.has_interval) out << " [" << number(r.interval.low) << ", " << number(r.interval.high) << "]";
+      out << " " << VerdictName(r.verdict);
     }
     out << "\n";
   }
@@ -147,7 +157,7 @@ absl::Status RunLayoutsCommand(std::span<const std::string> args, std::ostream& 
   header["simd"] = buffers::SimdImplementationName();
   header["fresh_pins"] = buffers::kFreshPins;
 
-  out << absl::StrFormat("backendlab layouts: PrivateRefCount layouts, %d interleaved rounds, medians\n",
+  out << absl::StrFormat("backendlab layouts: PrivateRefCount layouts, %d interleaved rounds, medians; paired ratios\n",
                          options->rounds);
   out << MachineLine(header) << "; exit check: policy always, kernel " << buffers::ScanKernelName(options->kernel)
       << (options->kernel == ScanKernel::kSimd ? " (" + std::string(buffers::SimdImplementationName()) + ")" : "")
@@ -155,7 +165,7 @@ absl::Status RunLayoutsCommand(std::span<const std::string> args, std::ostream& 
   report.PrintText(out);
   out << "\npin ns: one pin+unpin pair with 1, 8 or 64 distinct buffers held at the peak;\n"
          "  random: one at a time, 65536 random buffers over all of NBuffers, pages already touched.\n"
-         "exit check: a fresh table (calloc, "
+         "exit check: a fresh table (fresh pages, "
       << buffers::kFreshPins
       << " pins) scanned at exit; its faults are the zero pages the scan maps.\n"
          "lifetime: allocate + pins + exit check + free, as one backend would.\n"

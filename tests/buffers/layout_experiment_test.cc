@@ -44,10 +44,37 @@ TEST(LayoutExperimentTest, RowsFollowTheOptionsWithExactBytesAndRatiosOfMeasured
   for (const LayoutRatio& r : result->ratios) {
     names.push_back(r.name);
     EXPECT_EQ(r.by_size.size(), 2u) << r.name;
+    for (const auto& [size, estimate] : r.by_size) {
+      EXPECT_EQ(estimate.rounds, 1) << r.name << ": paired over the one round";
+      EXPECT_FALSE(estimate.has_interval) << "one round has no interval";
+      EXPECT_GT(estimate.ratio, 0);
+    }
   }
   EXPECT_EQ(names, (std::vector<std::string>{"exit_check_array_over_hash", "pin_unpin_hash_over_array_held_1",
                                              "pin_unpin_hash_over_array_held_64", "pin_unpin_hash_over_array_held_8",
                                              "pin_unpin_hash_over_array_random"}));
+}
+
+// Over several rounds every ratio is paired round by round and carries an
+// interval holding it and the verdict the interval gives (which way it
+// goes is the machine's: not asserted).
+TEST(LayoutExperimentTest, RatiosArePairedOverRoundsWithIntervalsAndVerdicts) {
+  LayoutExperimentOptions options{.sizes = {Size("1GB")}, .layouts = {Layout::kArray, Layout::kHash}, .rounds = 5};
+  absl::StatusOr<LayoutExperimentResult> result = RunLayoutExperiment(options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  bool found = false;
+  for (const LayoutRatio& r : result->ratios) {
+    for (const auto& [size, estimate] : r.by_size) {
+      SCOPED_TRACE(r.name);
+      EXPECT_EQ(estimate.rounds, 5);
+      ASSERT_TRUE(estimate.has_interval);
+      EXPECT_LE(estimate.interval.low, estimate.ratio);
+      EXPECT_GE(estimate.interval.high, estimate.ratio);
+      EXPECT_EQ(estimate.verdict, VerdictOf(estimate.interval, Better::kLower));
+      found |= r.name == "exit_check_array_over_hash";
+    }
+  }
+  EXPECT_TRUE(found);
 }
 
 TEST(LayoutExperimentTest, DuplicatedOrEmptyListsAreInvalidArgument) {

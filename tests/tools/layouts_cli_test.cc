@@ -94,6 +94,8 @@ TEST_F(LayoutsCliTest, TinyRunWritesJsonAndCsv) {
   EXPECT_FALSE(json["header"].contains("repetitions"));
   EXPECT_TRUE(json["header"]["ratios"].contains("exit_check_array_over_hash")) << json["header"].dump();
   EXPECT_TRUE(json["header"]["ratios"]["exit_check_array_over_hash"].contains("128MB"));
+  EXPECT_TRUE(json["header"]["ratios"]["exit_check_array_over_hash"]["128MB_ci"].is_null()) << "one round: no interval";
+  EXPECT_EQ(json["header"]["ratios"]["exit_check_array_over_hash"]["128MB_verdict"], "~");
 
   ASSERT_TRUE(json["rows"].is_array());
   ASSERT_EQ(json["rows"].size(), 3u);
