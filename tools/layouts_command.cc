@@ -110,7 +110,10 @@ nlohmann::json PrintRatios(const std::vector<buffers::LayoutRatio>& ratios, std:
     out << "\nPaired ratios: A over B within each round, geometric mean over the rounds [95 % interval],\n"
            "verdict for A (faster or slower where the interval excludes 1, ~ where it covers 1):\n";
   }
-  auto number = [](double v) { return v >= 100 ? absl::StrFormat("%.0f", v) : absl::StrFormat("%.3g", v); };
+  // Three significant digits or so, the same digits after the point at one magnitude.
+  auto number = [](double v) {
+    return v >= 100 ? absl::StrFormat("%.0f", v) : v >= 10 ? absl::StrFormat("%.1f", v) : absl::StrFormat("%.2f", v);
+  };
   for (const buffers::LayoutRatio& ratio : ratios) {
     out << absl::StrFormat("  %-36s", ratio.name);
     for (const auto& [size, r] : ratio.by_size) {
