@@ -17,6 +17,18 @@
 namespace backendlab::buffers {
 namespace {
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 int64_t MinorFaults() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -50,6 +62,11 @@ void PolluteTheHeap() {
 }
 
 TEST(FreshTableTest, AFlatTableFaultsEachOfItsPagesOnceWhateverTheHeapHeld) {
+  if (kAddressSanitizer) {
+    // Each checked load also reads the shadow byte of its 8 bytes: a scan
+    // faults the table's pages and an eighth as many shadow pages more.
+    BACKENDLAB_SKIP("a build without AddressSanitizer") << "its shadow memory faults beside the table's pages";
+  }
   std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string mode;
   std::getline(thp, mode);
