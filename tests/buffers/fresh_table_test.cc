@@ -12,22 +12,13 @@
 #include "buffers/array_refcount.h"
 #include "buffers/byte_refcount.h"
 #include "gtest/gtest.h"
+#include "tests/test_util/sanitizers.h"
 #include "tests/test_util/skip.h"
 
 namespace backendlab::buffers {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAddressSanitizer = true;
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
+using ::backendlab::test_util::kAddressSanitizer;
 
 int64_t MinorFaults() {
   rusage u{};

@@ -17,6 +17,7 @@
 #include "buffers/refcount_table.h"
 #include "buffers/scan_kernels.h"
 #include "gtest/gtest.h"
+#include "tests/test_util/sanitizers.h"
 #include "tests/buffers/layout_test_types.h"
 
 namespace backendlab::buffers {
@@ -398,17 +399,7 @@ TEST(LayoutNamesTest, ValidateNBuffersAcceptsOneToTheLimit) {
 namespace backendlab::buffers {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAddressSanitizer = true;
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
+using ::backendlab::test_util::kAddressSanitizer;
 
 // `array-touched` reads only the memory pages its pins wrote: at 8GB (2^20
 // buffers, 4 MB of counts) three pins in three pages leave three pages to
