@@ -229,6 +229,7 @@ CompareStats ComputeCompareStats(const CompareMatrix& matrix, std::span<const pg
   for (const CompareConfig& c : matrix.configs) {
     const CompareConfig* b = BaselineOf(matrix, c);
     RowStats r = StatsOf(c.rates, c.server_rounds, b == &c ? nullptr : b, precision);
+    r.is_baseline = b == &c;
     if (b != nullptr && b != &c) {
       r.exit_vs_baseline = RatioEstimateOf(c.exit_check_us, b->exit_check_us, Better::kLower, 0);
     }
@@ -287,32 +288,31 @@ Cell RatioCell(const std::optional<Estimate>& e, bool is_baseline) {
 
 // The cells every row starts with: names, A/A, size, cost and rate with
 // their ratios.
-std::vector<Cell> LeadingCells(const std::array<std::string, 5>& names, bool aa, uint64_t bytes, const RowStats& r,
-                               bool is_baseline) {
+std::vector<Cell> LeadingCells(const std::array<std::string, 5>& names, bool aa, uint64_t bytes, const RowStats& r) {
   std::vector<Cell> row;
   for (const std::string& text : names) row.emplace_back(std::in_place_type<std::string>, text);
   row.push_back(Boolean{aa});
   row.emplace_back(std::in_place_type<std::string>, buffers::FormatSize(bytes));
   row.push_back(static_cast<int64_t>(bytes));
   row.push_back(r.has_cpu ? Cell(r.cpu_us) : Cell(std::monostate{}));
-  row.push_back(r.has_cpu ? RatioCell(r.cpu_vs_baseline, is_baseline) : Cell(std::monostate{}));
+  row.push_back(r.has_cpu ? RatioCell(r.cpu_vs_baseline, r.is_baseline) : Cell(std::monostate{}));
   row.push_back(r.rate);
-  row.push_back(RatioCell(r.rate_vs_baseline, is_baseline));
+  row.push_back(RatioCell(r.rate_vs_baseline, r.is_baseline));
   return row;
 }
 
 }  // namespace
 
 Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std::span<const pgreal::PgTargetResult> targets) {
-  Report report(CompareColumns());
+  const std::vector<Column> columns = CompareColumns();
+  Report report(columns);
   for (size_t i = 0; i < matrix.configs.size(); ++i) {
     const CompareConfig& c = matrix.configs[i];
     const RowStats& r = stats.mock[i];
     const lifecycle::CycleSummary s = lifecycle::Summarize(c.merged);
     const lifecycle::PhaseStats& exit = s.phases[static_cast<int>(lifecycle::Phase::kExitCheck)];
-    const bool is_baseline = BaselineOf(matrix, c) == &c;
     std::vector<Cell> row = LeadingCells({c.label, c.names[0], c.names[1], c.names[2], c.names[3]}, c.aa,
-                                         c.options.backend.shared_buffers.bytes, r, is_baseline);
+                                         c.options.backend.shared_buffers.bytes, r);
     row.push_back(s.baseline_forks_per_second > 0 ? Cell(r.rate.value / s.baseline_forks_per_second) : Cell(std::monostate{}));
     row.push_back(exit.wall_us.median);
     row.push_back(exit.minor_faults);
@@ -326,7 +326,7 @@ Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std
       const double check = c.merged.backends.phases[static_cast<int>(lifecycle::Phase::kExitCheck)].cpu_ns.mean();
       row.push_back(all > 0 ? Cell(100 * check / all) : Cell(std::monostate{}));
     }
-    row.push_back(RatioCell(r.exit_vs_baseline, is_baseline));
+    row.push_back(RatioCell(r.exit_vs_baseline, r.is_baseline));
     row.push_back(s.phases[static_cast<int>(lifecycle::Phase::kTeardown)].wall_us.median);
     row.push_back(s.phases[static_cast<int>(lifecycle::Phase::kReap)].wall_us.median);
     row.push_back(s.crashed);
@@ -340,11 +340,11 @@ Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std
     const pgreal::PgTargetResult& t = targets[i];
     const CompareConfig* baseline = BaselineOfPg(matrix, t);
     std::vector<Cell> row = LeadingCells({PgConfigLabel(t), "", "", "", ""}, false,
-                                         static_cast<uint64_t>(t.shared_buffers_bytes), stats.pg[i], false);
+                                         static_cast<uint64_t>(t.shared_buffers_bytes), stats.pg[i]);
     const double floor = baseline != nullptr ? lifecycle::Summarize(baseline->merged).baseline_forks_per_second : 0;
     row.push_back(floor > 0 ? Cell(stats.pg[i].rate.value / floor) : Cell(std::monostate{}));
     // A real backend's phases are `pg --profile`'s: the exit columns stay empty.
-    for (size_t k = row.size(); k + 3 < CompareColumns().size(); ++k) row.push_back(std::monostate{});
+    for (size_t k = row.size(); k + 3 < columns.size(); ++k) row.push_back(std::monostate{});
     row.push_back(Values(PerRound(t.server_rounds, CpuUs)));
     row.push_back(Values(t.rates));
     row.push_back(std::monostate{});

@@ -72,6 +72,7 @@ struct RowStats {
   std::optional<Estimate> rate_vs_baseline;  // higher is faster
   std::optional<Estimate> exit_vs_baseline;  // the exit check's wall time; lower is faster
   bool has_cpu = false;                      // the source counted the server's CPU
+  bool is_baseline = false;                  // the row is its own baseline: its ratios are 1
 };
 
 struct CompareStats {
