@@ -65,6 +65,15 @@ struct RatioEstimate {
 // interval, verdict `~`.
 RatioEstimate PairedRatio(std::span<const double> a, std::span<const double> b, Better better);
 
+// A baseline against itself over `rounds` rounds: exactly 1, no interval
+// (there is no spread to give one), verdict `~`.
+inline RatioEstimate SelfRatio(int rounds) {
+  RatioEstimate r;
+  r.rounds = rounds;
+  r.ratio = 1.0;
+  return r;
+}
+
 // The verdict an interval gives: `~` where it covers 1.
 Verdict VerdictOf(const Interval& interval, Better better);
 

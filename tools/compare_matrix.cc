@@ -175,10 +175,7 @@ namespace {
 
 double CpuUs(const PerConnection& p) { return p.cpu_us; }
 
-Estimate MedianEstimateOf(const std::vector<double>& values) {
-  const MedianEstimate m = MedianWithInterval(values);
-  return Estimate{.value = m.median, .interval = m.interval, .verdict = std::nullopt, .precise = true};
-}
+Estimate MedianEstimateOf(const std::vector<double>& values) { return EstimateOf(MedianWithInterval(values)); }
 
 // The ratio a/b over paired rounds as an estimate, held to `precision`;
 // none where no round has both figures (an exit check compiled out takes 0 us).
@@ -187,12 +184,7 @@ std::optional<Estimate> RatioEstimateOf(const std::vector<double>& a, const std:
   const size_t n = std::min(a.size(), b.size());  // a run stopped early may leave one row a round ahead
   const RatioEstimate r = PairedRatio(std::span(a).first(n), std::span(b).first(n), better);
   if (r.rounds == 0) return std::nullopt;
-  Estimate e{.value = r.ratio, .interval = std::nullopt, .verdict = r.verdict, .precise = precision <= 0};
-  if (r.has_interval) {
-    e.interval = r.interval;
-    if (precision > 0) e.precise = r.interval.RelativeHalfWidth(r.ratio) <= precision;
-  }
-  return e;
+  return EstimateOf(r, precision);
 }
 
 // The figures of a row whose rounds are `rates` and `server`, against a

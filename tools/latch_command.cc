@@ -21,7 +21,7 @@ using waits::LatchRow;
 
 constexpr FlagSpec kFlags[] = {
     {"latches", "selfpipe-select,selfpipe-poll,signalfd-epoll,semaphore,eventfd-epoll,futex",
-     "latch implementations to compare"},
+     "latch implementations to compare; the first is the baseline of the ratios"},
     {"rounds", "5", "interleaved rounds; medians are reported"},
     {"duration", "300ms", "measured time of each ping-pong run (after a 50 ms warm-up)"},
     {"cpus", "any", "where the two processes run: any, one CPU for both (0), or one each (0,1)"},
@@ -56,6 +56,7 @@ Report RowsTable(const std::vector<LatchRow>& rows) {
   Report report({
       {"latch", "latch"},
       {"round_trips_per_second", "rt/s", 0},
+      {"round_trips_per_second_vs_baseline", "vs first", 2, ColumnKind::kRatio},
       {"round_trips_per_second_min", "min", 0},
       {"round_trips_per_second_max", "max", 0},
       {"round_trip_us_p50", "rt us p50", 1},
@@ -72,6 +73,7 @@ Report RowsTable(const std::vector<LatchRow>& rows) {
     std::vector<Cell> row;
     row.emplace_back(std::in_place_type<std::string>, waits::LatchName(r.latch));
     row.push_back(r.round_trips_per_second.median);
+    row.push_back(RatioCell(r.vs_baseline, &r == &rows.front()));
     row.push_back(r.round_trips_per_second.min);
     row.push_back(r.round_trips_per_second.max);
     row.push_back(r.round_trip_us.median);
@@ -127,6 +129,7 @@ absl::Status RunLatchCommand(std::span<const std::string> args, std::ostream& ou
   header["counted_round_trips"] = options->counted_round_trips;
   header["busy_sets"] = options->busy_sets;
   header["syscalls"] = SyscallsByLatch(result->rows);
+  header["baseline"] = std::string(waits::LatchName(options->latches.front()));
 
   out << absl::StrFormat("backendlab latch: a ping-pong between two processes, %d interleaved rounds of %d ms, medians\n",
                          options->rounds, options->duration_ms);
@@ -139,7 +142,9 @@ absl::Status RunLatchCommand(std::span<const std::string> args, std::ostream& ou
   report.PrintText(out);
   out << "\nrt: one round trip, each process setting the other's latch and waiting on its own;\n"
          "  CPU and system calls are both processes' (system calls from a separate counted pass).\n"
-         "busy SetLatch: a SetLatch on an owner that is running, not waiting (setter's wall time;\n"
+         "vs first: rt/s over the first latch's (" << waits::LatchName(options->latches.front()) << "), "
+      << kRatioLegend << ".\n"
+      << "busy SetLatch: a SetLatch on an owner that is running, not waiting (setter's wall time;\n"
          "  setter calls / owner calls: the system calls it costs each side, per SetLatch;\n"
          "  not measured with both processes on one CPU, where a busy owner holds the CPU).\n"
          "The 2010 latch thread (Linux 2.6.18, Nehalem): 15 us per ping-pong for the self-pipe + select()\n"

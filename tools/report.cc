@@ -14,6 +14,25 @@
 #include "base/check.h"
 
 namespace backendlab::tools {
+
+Estimate EstimateOf(const MedianEstimate& m) {
+  return Estimate{.value = m.median, .interval = m.interval, .verdict = std::nullopt, .precise = true};
+}
+
+Estimate EstimateOf(const RatioEstimate& r, double precision) {
+  Estimate e{.value = r.ratio, .interval = std::nullopt, .verdict = r.verdict, .precise = precision <= 0};
+  if (r.has_interval) {
+    e.interval = r.interval;
+    if (precision > 0) e.precise = r.interval.RelativeHalfWidth(r.ratio) <= precision;
+  }
+  return e;
+}
+
+Cell RatioCell(const std::optional<RatioEstimate>& r, bool is_baseline) {
+  if (!r) return std::monostate{};
+  if (is_baseline) return 1.0;
+  return EstimateOf(*r);
+}
 namespace {
 
 std::string TextOf(const Cell& cell, int precision) {

@@ -42,6 +42,18 @@ using Values = std::vector<double>;
 
 using Cell = std::variant<std::monostate, int64_t, double, std::string, Estimate, Boolean, Values>;
 
+// The statistics layer's estimates as cells. A ratio held to a `precision`
+// (> 0, relative half-width) is marked imprecise where its interval is wider
+// or missing; precision 0 asks for none. An absent ratio is a missing value;
+// a baseline's against itself is a plain 1 (no interval, no verdict).
+Estimate EstimateOf(const MedianEstimate& m);
+// How to read a ratio cell, for the notes under a table.
+inline constexpr std::string_view kRatioLegend =
+    "paired: A over B within each round, geometric mean over the rounds [95 % interval],\n"
+    "  faster or slower where the interval excludes 1, ~ where it covers 1";
+Estimate EstimateOf(const RatioEstimate& r, double precision = 0);
+Cell RatioCell(const std::optional<RatioEstimate>& r, bool is_baseline = false);
+
 // What a column holds. An estimate column with key K also has, in JSON,
 // K_ci ([low, high] or null) and, for a ratio, K_verdict; in CSV, K_ci_low,
 // K_ci_high and K_verdict. In text a median reads "1234.5 ±1.1%" (half the

@@ -65,14 +65,12 @@ absl::StatusOr<waits::WaitsExperimentOptions> ParseOptions(const Flags& flags) {
   return o;
 }
 
-Cell Optional(const std::optional<double>& v) { return v ? Cell(*v) : Cell(std::monostate{}); }
-
 Report RowsTable(const std::vector<WaitsRow>& rows) {
   Report report({
       {"strategy", "strategy"},
       {"pairs", "pairs"},
       {"round_trips_per_second", "rt/s", 0},
-      {"vs_long_lived", "vs long-lived", 2},
+      {"vs_long_lived", "vs long-lived", 2, ColumnKind::kRatio},
       {"round_trips_per_second_min", "min", 0},
       {"round_trips_per_second_max", "max", 0},
       {"round_trip_us_p50", "rt us p50", 1},
@@ -90,7 +88,7 @@ Report RowsTable(const std::vector<WaitsRow>& rows) {
     row.emplace_back(std::in_place_type<std::string>, waits::WaitStrategyName(r.strategy));
     row.push_back(static_cast<int64_t>(r.pairs));
     row.push_back(r.round_trips_per_second.median);
-    row.push_back(Optional(r.vs_long_lived));
+    row.push_back(RatioCell(r.vs_long_lived, r.strategy == waits::WaitStrategy::kLongLived));
     row.push_back(r.round_trips_per_second.min);
     row.push_back(r.round_trips_per_second.max);
     row.push_back(r.round_trip_us.median);
@@ -156,6 +154,7 @@ absl::Status RunWaitsCommand(std::span<const std::string> args, std::ostream& ou
   report.PrintText(out);
   out << "\nrt/s: all pairs together; CPU, waits and system calls: the backends' own, per round trip\n"
          "  (system calls from a separate counted pass); close: wall time in close() of wait sets.\n"
+      << "vs long-lived: rt/s over long-lived's at the same pairs, " << kRatioLegend << ".\n"
          "Every backend's set holds its latch (signalfd-epoll), the postmaster-death pipe and its socket.\n"
          "  close/sys is that wall time over the backends' system CPU, not a share of samples.\n"
          "The 2018 WaitLatchOrSocket thread (72 cores, pgbench -S through postgres_fdw): per-call 38k TPS,\n"

@@ -103,10 +103,10 @@ Report RowsTable(const std::vector<XlogRow>& rows) {
       {"reader_ns_per_call", "reader ns", 0},
       {"reader_calls_per_second", "calls/s", 1},
       {"contended_share", "waits %", 2},
-      {"records_per_second_vs_per_lock", "rec/s vs per-lock", 3},
-      {"insert_p99_vs_per_lock", "p99 vs", 2},
-      {"reader_ns_vs_per_lock", "reader vs", 3},
-      {"records_per_second_vs_reader_off", "vs reader off", 3},
+      {"records_per_second_vs_per_lock", "rec/s vs per-lock", 2, ColumnKind::kRatio},
+      {"insert_p99_vs_per_lock", "p99 vs", 2, ColumnKind::kRatio},
+      {"reader_ns_vs_per_lock", "reader vs", 2, ColumnKind::kRatio},
+      {"records_per_second_vs_reader_off", "vs reader off", 2, ColumnKind::kRatio},
   });
   for (const XlogRow& r : rows) {
     std::vector<Cell> row;
@@ -126,10 +126,11 @@ Report RowsTable(const std::vector<XlogRow>& rows) {
     row.push_back(Optional(r.reader_ns));
     row.push_back(r.reader_calls_per_second);
     row.push_back(100 * r.contended_share);
-    row.push_back(Optional(r.records_vs_per_lock));
-    row.push_back(Optional(r.p99_vs_per_lock));
-    row.push_back(Optional(r.reader_vs_per_lock));
-    row.push_back(Optional(r.records_vs_reader_off));
+    const bool per_lock = r.config.variant == Tracker::kPerLock;
+    row.push_back(RatioCell(r.records_vs_per_lock, per_lock));
+    row.push_back(RatioCell(r.p99_vs_per_lock, per_lock));
+    row.push_back(RatioCell(r.reader_vs_per_lock, per_lock));
+    row.push_back(RatioCell(r.records_vs_reader_off, r.config.reader == xlog::ReaderRate::kOff));
     report.AddRow(std::move(row));
   }
   return report;
@@ -226,7 +227,8 @@ absl::Status RunXlogCommand(std::span<const std::string> args, std::ostream& out
       << 
          "reader ns: GetLastImportantRecPtr per call while the workers insert (median; '-' when no call fell in a\n"
          "  window: at bgwriter's once per 15 s, most windows have none); waits: insert-lock acquires that waited.\n"
-         "vs per-lock: the same configuration's per-lock figure, same run; vs reader off: the same variant's.\n";
+         "vs per-lock: over the same configuration's per-lock figure; vs reader off: over the same variant's;\n"
+      << "  " << kRatioLegend << ".\n";
 
   nlohmann::json model = nlohmann::json::object();
   model["label"] = std::string(kModelLabel);

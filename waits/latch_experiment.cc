@@ -486,11 +486,11 @@ absl::StatusOr<LatchExperimentResult> RunLatchExperiment(const LatchExperimentOp
   for (size_t i = 0; i < n; ++i) {
     LatchRow row;
     row.latch = options.latches[i];
-    row.round_trips_per_second = Summarize([&] {
-      std::vector<double> v;
-      for (const RunFigures& f : runs[i]) v.push_back(f.round_trips_per_second);
-      return v;
-    }());
+    for (const RunFigures& f : runs[i]) row.round_trips_per_second_by_round.push_back(f.round_trips_per_second);
+    row.round_trips_per_second = Summarize(row.round_trips_per_second_by_round);
+    row.vs_baseline = i == 0 ? SelfRatio(static_cast<int>(runs[i].size()))
+                             : PairedRatio(row.round_trips_per_second_by_round,
+                                           result.rows[0].round_trips_per_second_by_round, Better::kHigher);
     row.round_trip_us = latencies[i].Summarize(1e-3);
     row.user_us = MedianOf(runs[i], [](const RunFigures& f) { return f.user_us; });
     row.sys_us = MedianOf(runs[i], [](const RunFigures& f) { return f.sys_us; });

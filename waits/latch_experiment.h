@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/statistics.h"
 #include "base/summary.h"
 #include "waits/latch.h"
 #include "waits/syscalls_per_op.h"
@@ -39,6 +40,11 @@ struct LatchExperimentOptions {
 struct LatchRow {
   LatchKind latch;
   Summary round_trips_per_second;  // over the rounds: median, min, max
+  std::vector<double> round_trips_per_second_by_round;  // the same, each round's, in round order
+  // Round trips/s over the baseline's (the first latch listed), paired
+  // within each round (base/statistics.h); the baseline's own is exactly 1,
+  // without an interval.
+  RatioEstimate vs_baseline;
   Summary round_trip_us;           // every measured round trip of every round
   double user_us = 0, sys_us = 0;  // CPU per round trip, both processes (median of rounds)
   std::optional<SyscallsPerOp> syscalls;  // per round trip, both processes

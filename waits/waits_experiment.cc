@@ -490,9 +490,8 @@ absl::StatusOr<WaitsExperimentResult> RunWaitsExperiment(const WaitsExperimentOp
     WaitsRow row;
     row.strategy = configs[i].strategy;
     row.pairs = configs[i].pairs;
-    std::vector<double> rates;
-    for (const RunFigures& f : runs[i]) rates.push_back(f.round_trips_per_second);
-    row.round_trips_per_second = Summarize(std::move(rates));
+    for (const RunFigures& f : runs[i]) row.round_trips_per_second_by_round.push_back(f.round_trips_per_second);
+    row.round_trips_per_second = Summarize(row.round_trips_per_second_by_round);
     row.round_trip_us = latencies[i].Summarize(1e-3);
     row.user_us = MedianOf(runs[i], [](const RunFigures& f) { return f.user_us; });
     row.sys_us = MedianOf(runs[i], [](const RunFigures& f) { return f.sys_us; });
@@ -504,9 +503,14 @@ absl::StatusOr<WaitsExperimentResult> RunWaitsExperiment(const WaitsExperimentOp
   }
   for (WaitsRow& row : result.rows) {
     for (const WaitsRow& base : result.rows) {
-      if (base.strategy == WaitStrategy::kLongLived && base.pairs == row.pairs && base.round_trips_per_second.median > 0) {
-        row.vs_long_lived = row.round_trips_per_second.median / base.round_trips_per_second.median;
+      if (base.strategy != WaitStrategy::kLongLived || base.pairs != row.pairs) continue;
+      if (&base == &row) {  // long-lived against itself: 1 by definition, no interval to give
+        row.vs_long_lived = SelfRatio(static_cast<int>(row.round_trips_per_second_by_round.size()));
+        continue;
       }
+      const RatioEstimate r =
+          PairedRatio(row.round_trips_per_second_by_round, base.round_trips_per_second_by_round, Better::kHigher);
+      if (r.rounds > 0) row.vs_long_lived = r;
     }
   }
   return result;

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/names.h"
+#include "base/statistics.h"
 #include "base/summary.h"
 #include "waits/latch_experiment.h"
 #include "waits/wait_set.h"
@@ -60,13 +61,17 @@ struct WaitsRow {
   WaitStrategy strategy;
   int pairs = 0;
   Summary round_trips_per_second;  // all pairs together, over the rounds
+  std::vector<double> round_trips_per_second_by_round;  // the same, each round's, in round order
   Summary round_trip_us;           // the clients' round trips, every measured one
   double user_us = 0, sys_us = 0;  // the backends' CPU per round trip (median of rounds)
   double waits = 0;                // the backends' waits per round trip (median of rounds)
   double close_us = 0;             // the backends' wall time in close() of wait sets, per round trip
   double close_share = 0;          // close_us / sys_us: wall time over CPU time, not a share of a profile
   std::optional<SyscallsPerOp> syscalls;  // the backends' calls per round trip, by kind
-  std::optional<double> vs_long_lived;    // round trips/s median over long-lived's, same pairs
+  // Round trips/s over long-lived's at the same pairs, paired within each
+  // round (base/statistics.h); absent without long-lived in the run;
+  // long-lived's own: exactly 1, without an interval.
+  std::optional<RatioEstimate> vs_long_lived;
 };
 
 struct WaitsExperimentResult {

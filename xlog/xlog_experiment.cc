@@ -249,9 +249,19 @@ absl::Status ValidateOptions(const XlogExperimentOptions& o) {
 using RowKey = std::tuple<Tracker, int, uint32_t, ReaderRate, int>;  // variant, workers, size, reader, locks
 RowKey KeyOf(const XlogConfig& c) { return {c.variant, c.workers, c.record_size, c.reader, c.locks}; }
 
-std::optional<double> Ratio(std::optional<double> a, std::optional<double> b) {
-  if (!a || !b || *b == 0) return std::nullopt;
-  return *a / *b;
+// Row a over row b, paired within each round; a row against itself is 1.
+std::optional<RatioEstimate> Ratio(const XlogRow& a, const XlogRow& b, const std::vector<double> XlogRow::*series,
+                                   Better better) {
+  const std::vector<double>& x = a.*series;
+  const std::vector<double>& y = b.*series;
+  if (&a == &b) {
+    const auto positive = std::count_if(x.begin(), x.end(), [](double v) { return v > 0; });
+    if (positive == 0) return std::nullopt;
+    return SelfRatio(static_cast<int>(positive));
+  }
+  const RatioEstimate r = PairedRatio(x, y, better);
+  if (r.rounds == 0) return std::nullopt;
+  return r;
 }
 
 XlogRow SummarizeRow(const XlogConfig& c, const std::vector<XlogSample>& samples) {
@@ -262,6 +272,9 @@ XlogRow SummarizeRow(const XlogConfig& c, const std::vector<XlogSample>& samples
   for (const XlogSample& s : samples) {
     rates.push_back(s.records_per_second);
     if (s.reader_ns >= 0) reader_ns.push_back(s.reader_ns);
+    row.records_per_second_by_round.push_back(s.records_per_second);
+    row.insert_p99_ns_by_round.push_back(s.insert_p99_ns);
+    row.reader_ns_by_round.push_back(std::max(s.reader_ns, 0.0));
     calls += static_cast<double>(s.reader_calls);
     seconds += s.seconds;
     waits += static_cast<double>(s.contended);
@@ -284,14 +297,14 @@ void AddRatios(std::vector<XlogRow>& rows) {
     std::get<0>(base) = Tracker::kPerLock;
     if (auto it = by_key.find(base); it != by_key.end()) {
       const XlogRow& b = *it->second;
-      r.records_vs_per_lock = Ratio(r.records_per_second.median, b.records_per_second.median);
-      r.p99_vs_per_lock = Ratio(r.insert_p99_ns, b.insert_p99_ns);
-      r.reader_vs_per_lock = Ratio(r.reader_ns, b.reader_ns);
+      r.records_vs_per_lock = Ratio(r, b, &XlogRow::records_per_second_by_round, Better::kHigher);
+      r.p99_vs_per_lock = Ratio(r, b, &XlogRow::insert_p99_ns_by_round, Better::kLower);
+      r.reader_vs_per_lock = Ratio(r, b, &XlogRow::reader_ns_by_round, Better::kLower);
     }
     RowKey off = KeyOf(r.config);
     std::get<3>(off) = ReaderRate::kOff;
     if (auto it = by_key.find(off); it != by_key.end()) {
-      r.records_vs_reader_off = Ratio(r.records_per_second.median, it->second->records_per_second.median);
+      r.records_vs_reader_off = Ratio(r, *it->second, &XlogRow::records_per_second_by_round, Better::kHigher);
     }
   }
 }

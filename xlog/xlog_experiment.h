@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/names.h"
+#include "base/statistics.h"
 #include "base/summary.h"
 #include "xlog/contention_model.h"
 #include "xlog/last_important.h"
@@ -100,15 +101,22 @@ struct XlogRow {
   std::optional<double> reader_ns{};            // median over the rounds that made a call
   double reader_calls_per_second = 0;
   double contended_share = 0;  // waits per insert-lock acquire
-  // Same-run ratios of medians; absent where `per-lock` (or the reader-off
-  // row) was not measured or a figure is missing.
-  std::optional<double> records_vs_per_lock{}, p99_vs_per_lock{}, reader_vs_per_lock{};
-  std::optional<double> records_vs_reader_off{};
+  // Each round's figures, in round order, for the paired ratios; a round
+  // whose reader made no call has reader_ns 0 there.
+  std::vector<double> records_per_second_by_round, insert_p99_ns_by_round, reader_ns_by_round;
+  // Paired ratios over the rounds (base/statistics.h): this row over
+  // `per-lock`'s (or the reader-off row's) in the same round. Absent where
+  // that row was not measured or no round has both figures; a row against
+  // itself is exactly 1, without an interval.
+  std::optional<RatioEstimate> records_vs_per_lock{}, p99_vs_per_lock{}, reader_vs_per_lock{};
+  std::optional<RatioEstimate> records_vs_reader_off{};
 };
 
 struct ModelPoint {
   int workers = 0;
   double records_per_second = 0;
+  // The model's prediction over per-lock's: a quotient of two predictions
+  // from medians, not a measurement, so it has no interval.
   std::optional<double> vs_per_lock{};
 };
 

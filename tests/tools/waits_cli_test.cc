@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -108,7 +109,7 @@ TEST_F(WaitsCliTest, BadInputIsOneLineAndExitTwo) {
 
 TEST_F(WaitsCliTest, LatchTinyRunPrintsEveryImplementationAndWritesJson) {
   const std::string json_path = dir_ + "/latch.json";
-  const RunResult r = Run({"latch", "--rounds=1", "--duration=20ms", "--cpus=0", "--json=" + json_path});
+  const RunResult r = Run({"latch", "--rounds=2", "--duration=20ms", "--cpus=0", "--json=" + json_path});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* name : {"selfpipe-select", "selfpipe-poll", "signalfd-epoll", "semaphore", "eventfd-epoll", "futex"}) {
     EXPECT_NE(r.out.find(name), std::string::npos) << name << "\n" << r.out;
@@ -116,15 +117,30 @@ TEST_F(WaitsCliTest, LatchTinyRunPrintsEveryImplementationAndWritesJson) {
   const nlohmann::json j = nlohmann::json::parse(ReadFile(json_path));
   EXPECT_EQ(j["header"]["command"], "latch");
   EXPECT_EQ(j["header"]["cpus"], nlohmann::json({0}));
+  EXPECT_EQ(j["header"]["baseline"], "selfpipe-select");
   ASSERT_EQ(j["rows"].size(), 6u);
-  for (const nlohmann::json& row : j["rows"]) EXPECT_GT(row["round_trips_per_second"].get<double>(), 0);
+  for (const nlohmann::json& row : j["rows"]) {
+    EXPECT_GT(row["round_trips_per_second"].get<double>(), 0);
+    if (row["latch"] == "selfpipe-select") {
+      EXPECT_DOUBLE_EQ(row["round_trips_per_second_vs_baseline"].get<double>(), 1.0);
+      EXPECT_TRUE(row["round_trips_per_second_vs_baseline_ci"].is_null()) << row;
+      continue;
+    }
+    // Paired over the two rounds: an interval around the ratio, and its verdict.
+    const double ratio = row["round_trips_per_second_vs_baseline"].get<double>();
+    ASSERT_TRUE(row["round_trips_per_second_vs_baseline_ci"].is_array()) << row;
+    EXPECT_LE(row["round_trips_per_second_vs_baseline_ci"][0].get<double>(), ratio) << row;
+    EXPECT_GE(row["round_trips_per_second_vs_baseline_ci"][1].get<double>(), ratio) << row;
+    const std::string verdict = row["round_trips_per_second_vs_baseline_verdict"].get<std::string>();
+    EXPECT_TRUE(verdict == "faster" || verdict == "slower" || verdict == "~") << row;
+  }
   ExpectNoProcessLeft();
   ExpectTmpdirEmpty();
 }
 
 TEST_F(WaitsCliTest, WaitsTinyRunHasRatiosToLongLived) {
   const std::string json_path = dir_ + "/waits.json";
-  const RunResult r = Run({"waits", "--pairs=1,2", "--rounds=1", "--duration=20ms", "--json=" + json_path});
+  const RunResult r = Run({"waits", "--pairs=1,2", "--rounds=2", "--duration=20ms", "--json=" + json_path});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(ReadFile(json_path));
   EXPECT_EQ(j["header"]["transport"], "unix");
@@ -133,8 +149,21 @@ TEST_F(WaitsCliTest, WaitsTinyRunHasRatiosToLongLived) {
     EXPECT_GT(row["round_trips_per_second"].get<double>(), 0) << row;
     if (row["strategy"] == "long-lived") {
       EXPECT_DOUBLE_EQ(row["vs_long_lived"].get<double>(), 1.0);
+      EXPECT_TRUE(row["vs_long_lived_ci"].is_null()) << row;
+      EXPECT_TRUE(row["vs_long_lived_verdict"].is_null()) << row;
+    } else {
+      // Paired over the two rounds: an interval around the ratio, and its verdict.
+      ASSERT_TRUE(row["vs_long_lived_ci"].is_array()) << row;
+      const double ratio = row["vs_long_lived"].get<double>();
+      EXPECT_LE(row["vs_long_lived_ci"][0].get<double>(), ratio) << row;
+      EXPECT_GE(row["vs_long_lived_ci"][1].get<double>(), ratio) << row;
+      const std::string verdict = row["vs_long_lived_verdict"].get<std::string>();
+      EXPECT_TRUE(verdict == "faster" || verdict == "slower" || verdict == "~") << row;
     }
   }
+  // In text, each ratio with its interval and verdict: "0.93 [0.911, 0.952] faster".
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"([0-9]\.[0-9]+ \[[0-9.]+, [0-9.]+\] (faster|slower|~))"))) << r.out;
+
   ExpectNoProcessLeft();
 }
 

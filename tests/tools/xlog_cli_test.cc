@@ -19,7 +19,7 @@ using test_util::ReadFile;
 using test_util::RunResult;
 
 // Small settings: one round of 5 ms windows.
-const std::vector<std::string> kTiny = {"--rounds=1", "--window-ms=5", "--readers=off,max", "--record-sizes=32"};
+const std::vector<std::string> kTiny = {"--rounds=2", "--window-ms=5", "--readers=off,max", "--record-sizes=32"};
 
 class XlogCliTest : public CliTest {
  protected:
@@ -93,7 +93,7 @@ TEST_F(XlogCliTest, TinyRunPrintsBothTablesAndWritesJsonAndCsv) {
   EXPECT_EQ(header["model"]["rows"][0]["model_vs_per_lock_8"], 1.0);
 
   ASSERT_EQ(json["rows"].size(), 16u) << "4 variants x 2 workers x 2 readers";
-  int reader_figures = 0;
+  int reader_figures = 0, intervals = 0;
   for (const nlohmann::json& row : json["rows"]) {
     for (const char* key : {"variant", "workers", "record_size", "reader", "locks", "records_per_second",
                             "insert_p50_ns", "insert_p99_ns", "reader_ns_per_call", "records_per_second_vs_per_lock",
@@ -111,8 +111,21 @@ TEST_F(XlogCliTest, TinyRunPrintsBothTablesAndWritesJsonAndCsv) {
     }
     if (row["variant"] == "per-lock") {
       EXPECT_EQ(row["records_per_second_vs_per_lock"], 1.0);
+      EXPECT_TRUE(row["records_per_second_vs_per_lock_ci"].is_null()) << row.dump();
+    } else {
+      // Paired over the rounds that both rows inserted in: a verdict always,
+      // an interval around the ratio where there were two such rounds.
+      const std::string verdict = row["records_per_second_vs_per_lock_verdict"].get<std::string>();
+      EXPECT_TRUE(verdict == "faster" || verdict == "slower" || verdict == "~") << row.dump();
+      const nlohmann::json& ci = row["records_per_second_vs_per_lock_ci"];
+      if (ci.is_array()) {
+        ++intervals;
+        EXPECT_LE(ci[0].get<double>(), row["records_per_second_vs_per_lock"].get<double>()) << row.dump();
+        EXPECT_GE(ci[1].get<double>(), row["records_per_second_vs_per_lock"].get<double>()) << row.dump();
+      }
     }
   }
+  EXPECT_GT(intervals, 0) << "no paired ratio over two rounds";
 
   EXPECT_GT(reader_figures, 0) << "a flat-out reader measured in no window at all";
 

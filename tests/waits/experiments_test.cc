@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -50,6 +51,15 @@ TEST(LatchExperimentTest, EveryLatchPingPongsAndABusySetCostsWhatItShould) {
     EXPECT_GT(row.round_trips_per_second.median, 0);
     EXPECT_GT(row.round_trip_us.count, 0);
     EXPECT_GT(row.round_trip_us.median, 0);
+    // One round: the ratio to the first latch is that round's quotient, with
+    // no interval (it takes two rounds); the first's own is exactly 1.
+    ASSERT_EQ(row.round_trips_per_second_by_round.size(), 1u);
+    EXPECT_EQ(row.vs_baseline.rounds, 1);
+    EXPECT_FALSE(row.vs_baseline.has_interval);
+    EXPECT_EQ(row.vs_baseline.verdict, Verdict::kSame);
+    EXPECT_NEAR(row.vs_baseline.ratio,
+                row.round_trips_per_second_by_round[0] / r->rows[0].round_trips_per_second_by_round[0],
+                1e-9 * row.vs_baseline.ratio);
     EXPECT_EQ(row.syscalls.has_value(), Counted()) << r->syscalls_status;
     if (!row.syscalls) continue;
     // A ping-pong round trip is two sets and two waits, and each side gives
@@ -93,7 +103,7 @@ TEST(LatchExperimentTest, BadOptionsAreRefusedBeforeAnythingRuns) {
 TEST(WaitsExperimentTest, EachStrategyWaitsAsItShould) {
   WaitsExperimentOptions o;
   o.pairs = {1, 3};
-  o.rounds = 1;
+  o.rounds = 2;  // the fewest that give a paired ratio an interval
   o.duration_ms = 20;
   o.counted_round_trips = 300;
   absl::StatusOr<WaitsExperimentResult> r = RunWaitsExperiment(o);
@@ -104,9 +114,24 @@ TEST(WaitsExperimentTest, EachStrategyWaitsAsItShould) {
     SCOPED_TRACE(absl::StrCat(std::string(WaitStrategyName(row.strategy)), " x", row.pairs));
     EXPECT_GT(row.round_trips_per_second.median, 0);
     EXPECT_GT(row.round_trip_us.count, 0);
+    EXPECT_EQ(row.round_trips_per_second_by_round.size(), 2u);
     ASSERT_TRUE(row.vs_long_lived.has_value());
+    EXPECT_EQ(row.vs_long_lived->rounds, 2);
     if (row.strategy == WaitStrategy::kLongLived) {
-      EXPECT_DOUBLE_EQ(*row.vs_long_lived, 1.0);
+      EXPECT_DOUBLE_EQ(row.vs_long_lived->ratio, 1.0);
+      EXPECT_FALSE(row.vs_long_lived->has_interval);
+    } else {
+      // Paired: the geometric mean of the two rounds' ratios, inside its interval.
+      const WaitsRow* base = nullptr;
+      for (const WaitsRow& b : r->rows) {
+        if (b.strategy == WaitStrategy::kLongLived && b.pairs == row.pairs) base = &b;
+      }
+      ASSERT_NE(base, nullptr);
+      const std::vector<double>& a = row.round_trips_per_second_by_round;
+      const std::vector<double>& l = base->round_trips_per_second_by_round;
+      EXPECT_NEAR(row.vs_long_lived->ratio, std::sqrt(a[0] / l[0] * (a[1] / l[1])), 1e-9 * row.vs_long_lived->ratio);
+      ASSERT_TRUE(row.vs_long_lived->has_interval);
+      EXPECT_TRUE(row.vs_long_lived->interval.Covers(row.vs_long_lived->ratio));
     }
     EXPECT_EQ(row.syscalls.has_value(), Counted()) << r->syscalls_status;
     if (!row.syscalls) continue;

@@ -2,6 +2,7 @@
 // reader-off row, the model's rows, bad options, and a stop request.
 #include "xlog/xlog_experiment.h"
 
+#include <cmath>
 #include <csignal>
 
 #include "base/cpus.h"
@@ -20,7 +21,7 @@ XlogExperimentOptions Tiny() {
   o.readers = {ReaderRate::kOff, ReaderRate::kMax};
   o.locks = {8};
   o.model_workers = {8, 96};
-  o.rounds = 1;
+  o.rounds = 2;  // the fewest that give a paired ratio an interval
   // Long enough that every worker is scheduled in its window even on a
   // loaded 2-core host under ASan (5 ms once gave a row no inserts).
   o.duration_ms = 40;
@@ -52,13 +53,25 @@ TEST(XlogExperimentTest, ATinyRunGivesEveryRowWithItsRatiosAndTheModel) {
                  std::string(ReaderRateName(row.config.reader)));
     EXPECT_GT(row.records_per_second.median, 0);
     EXPECT_GT(row.insert_p99_ns, 0);
+    ASSERT_EQ(row.records_per_second_by_round.size(), 2u);
     ASSERT_TRUE(row.records_vs_per_lock);
     if (row.config.variant == Tracker::kPerLock) {
-      EXPECT_DOUBLE_EQ(*row.records_vs_per_lock, 1);
+      EXPECT_DOUBLE_EQ(row.records_vs_per_lock->ratio, 1);
+      EXPECT_FALSE(row.records_vs_per_lock->has_interval) << "a row against itself has no interval";
+    } else {
+      // Paired: the geometric mean of the two rounds' ratios to per-lock's.
+      const XlogRow& base = r->rows[&row - r->rows.data() - 1];
+      ASSERT_EQ(base.config.variant, Tracker::kPerLock);
+      const std::vector<double>& a = row.records_per_second_by_round;
+      const std::vector<double>& b = base.records_per_second_by_round;
+      EXPECT_NEAR(row.records_vs_per_lock->ratio, std::sqrt(a[0] / b[0] * (a[1] / b[1])),
+                  1e-9 * row.records_vs_per_lock->ratio);
+      ASSERT_TRUE(row.records_vs_per_lock->has_interval);
+      EXPECT_TRUE(row.records_vs_per_lock->interval.Covers(row.records_vs_per_lock->ratio));
     }
     ASSERT_TRUE(row.records_vs_reader_off);
     if (row.config.reader == ReaderRate::kOff) {
-      EXPECT_DOUBLE_EQ(*row.records_vs_reader_off, 1);
+      EXPECT_DOUBLE_EQ(row.records_vs_reader_off->ratio, 1);
       EXPECT_FALSE(row.reader_ns) << "no reader, no reader figure";
     } else {
       reader_calls += row.reader_calls_per_second;
