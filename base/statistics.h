@@ -56,6 +56,7 @@ struct RatioEstimate {
   Interval interval;       // 95 %; set only with rounds >= 2
   bool has_interval = false;
   Verdict verdict = Verdict::kSame;  // kSame also when there is no interval
+  bool self = false;       // SelfRatio: a baseline against itself
 };
 
 // The ratio A/B of two configurations measured in the same rounds: a[i] and
@@ -71,6 +72,7 @@ inline RatioEstimate SelfRatio(int rounds) {
   RatioEstimate r;
   r.rounds = rounds;
   r.ratio = 1.0;
+  r.self = true;
   return r;
 }
 

@@ -73,7 +73,7 @@ Report RowsTable(const std::vector<LatchRow>& rows) {
     std::vector<Cell> row;
     row.emplace_back(std::in_place_type<std::string>, waits::LatchName(r.latch));
     row.push_back(r.round_trips_per_second.median);
-    row.push_back(RatioCell(r.vs_baseline, &r == &rows.front()));
+    row.push_back(RatioCell(r.vs_baseline));
     row.push_back(r.round_trips_per_second.min);
     row.push_back(r.round_trips_per_second.max);
     row.push_back(r.round_trip_us.median);

@@ -28,9 +28,9 @@ Estimate EstimateOf(const RatioEstimate& r, double precision) {
   return e;
 }
 
-Cell RatioCell(const std::optional<RatioEstimate>& r, bool is_baseline) {
+Cell RatioCell(const std::optional<RatioEstimate>& r) {
   if (!r) return std::monostate{};
-  if (is_baseline) return 1.0;
+  if (r->self) return 1.0;
   return EstimateOf(*r);
 }
 namespace {

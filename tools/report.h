@@ -45,14 +45,14 @@ using Cell = std::variant<std::monostate, int64_t, double, std::string, Estimate
 // The statistics layer's estimates as cells. A ratio held to a `precision`
 // (> 0, relative half-width) is marked imprecise where its interval is wider
 // or missing; precision 0 asks for none. An absent ratio is a missing value;
-// a baseline's against itself is a plain 1 (no interval, no verdict).
+// a baseline's against itself (SelfRatio) is a plain 1 (no interval, no verdict).
 Estimate EstimateOf(const MedianEstimate& m);
 // How to read a ratio cell, for the notes under a table.
 inline constexpr std::string_view kRatioLegend =
     "paired: A over B within each round, geometric mean over the rounds [95 % interval],\n"
     "  faster or slower where the interval excludes 1, ~ where it covers 1";
 Estimate EstimateOf(const RatioEstimate& r, double precision = 0);
-Cell RatioCell(const std::optional<RatioEstimate>& r, bool is_baseline = false);
+Cell RatioCell(const std::optional<RatioEstimate>& r);
 
 // What a column holds. An estimate column with key K also has, in JSON,
 // K_ci ([low, high] or null) and, for a ratio, K_verdict; in CSV, K_ci_low,

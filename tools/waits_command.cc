@@ -88,7 +88,7 @@ Report RowsTable(const std::vector<WaitsRow>& rows) {
     row.emplace_back(std::in_place_type<std::string>, waits::WaitStrategyName(r.strategy));
     row.push_back(static_cast<int64_t>(r.pairs));
     row.push_back(r.round_trips_per_second.median);
-    row.push_back(RatioCell(r.vs_long_lived, r.strategy == waits::WaitStrategy::kLongLived));
+    row.push_back(RatioCell(r.vs_long_lived));
     row.push_back(r.round_trips_per_second.min);
     row.push_back(r.round_trips_per_second.max);
     row.push_back(r.round_trip_us.median);

@@ -126,11 +126,10 @@ Report RowsTable(const std::vector<XlogRow>& rows) {
     row.push_back(Optional(r.reader_ns));
     row.push_back(r.reader_calls_per_second);
     row.push_back(100 * r.contended_share);
-    const bool per_lock = r.config.variant == Tracker::kPerLock;
-    row.push_back(RatioCell(r.records_vs_per_lock, per_lock));
-    row.push_back(RatioCell(r.p99_vs_per_lock, per_lock));
-    row.push_back(RatioCell(r.reader_vs_per_lock, per_lock));
-    row.push_back(RatioCell(r.records_vs_reader_off, r.config.reader == xlog::ReaderRate::kOff));
+    row.push_back(RatioCell(r.records_vs_per_lock));
+    row.push_back(RatioCell(r.p99_vs_per_lock));
+    row.push_back(RatioCell(r.reader_vs_per_lock));
+    row.push_back(RatioCell(r.records_vs_reader_off));
     report.AddRow(std::move(row));
   }
   return report;
