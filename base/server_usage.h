@@ -8,7 +8,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <vector>
+
+#include "base/statistics.h"
 
 namespace backendlab {
 
@@ -72,7 +76,7 @@ inline PerConnection PerConnectionOf(const ServerUsage& u) {
 }
 
 // The rounds summed: one figure over the whole run.
-inline ServerUsage Merged(const std::vector<ServerUsage>& rounds) {
+inline ServerUsage Merged(std::span<const ServerUsage> rounds) {
   if (rounds.empty()) return {};
   ServerUsage total = rounds.front();
   for (size_t i = 1; i < rounds.size(); ++i) total += rounds[i];
@@ -81,11 +85,42 @@ inline ServerUsage Merged(const std::vector<ServerUsage>& rounds) {
 
 // One figure of every round, per connection: what a paired ratio is over.
 template <typename Field>
-std::vector<double> PerRound(const std::vector<ServerUsage>& rounds, Field field) {
+std::vector<double> PerRound(std::span<const ServerUsage> rounds, Field field) {
   std::vector<double> values;
   for (const ServerUsage& u : rounds) values.push_back(field(PerConnectionOf(u)));
   return values;
 }
+
+// Each round's CPU per connection, in µs: the cost every comparison is of.
+inline std::vector<double> CpuUsByRound(std::span<const ServerUsage> rounds) {
+  return PerRound(rounds, [](const PerConnection& p) { return p.cpu_us; });
+}
+
+// A measured server's rounds, mock or real: conn/s and usage, one per round
+// (`server` empty where the source counted none).
+struct MeasuredRounds {
+  std::span<const double> rates;
+  std::span<const ServerUsage> server;
+};
+
+// The figures every comparison of servers is made of: the cost (the whole
+// server's CPU per connection) and the rate (conn/s at the run's clients),
+// as medians over the rounds with their intervals, and as ratios to a
+// baseline measured in the same rounds, paired round by round.
+struct ServerStats {
+  MedianEstimate rate;
+  MedianEstimate cpu_us;
+  bool has_cpu = false;  // every round counted the server's CPU, and some
+  std::optional<RatioEstimate> rate_vs_baseline;  // higher is faster
+  std::optional<RatioEstimate> cpu_vs_baseline;   // lower is faster
+};
+
+// `row` alone (baseline null: no ratios), or against `baseline`; the
+// baseline itself is passed as `row` and `baseline` both, and gets
+// SelfRatio. A ratio is absent where no round has both figures. A run
+// stopped early may leave one row a round ahead: ratios pair the rounds
+// both have.
+ServerStats ComputeServerStats(const MeasuredRounds& row, const MeasuredRounds* baseline);
 
 }  // namespace backendlab
 

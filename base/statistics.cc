@@ -98,6 +98,14 @@ RatioEstimate PairedRatio(std::span<const double> a, std::span<const double> b, 
   return r;
 }
 
+std::optional<RatioEstimate> PairedRatioOfCommonRounds(std::span<const double> a, std::span<const double> b,
+                                                       Better better) {
+  const size_t n = std::min(a.size(), b.size());
+  const RatioEstimate r = PairedRatio(a.first(n), b.first(n), better);
+  if (r.rounds == 0) return std::nullopt;
+  return r;
+}
+
 MedianEstimate MedianWithInterval(std::span<const double> values) {
   std::vector<double> sorted(values.begin(), values.end());
   std::sort(sorted.begin(), sorted.end());

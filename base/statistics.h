@@ -66,6 +66,11 @@ struct RatioEstimate {
 // interval, verdict `~`.
 RatioEstimate PairedRatio(std::span<const double> a, std::span<const double> b, Better better);
 
+// PairedRatio over the rounds both have (a run stopped early may leave one
+// configuration a round ahead); none where no round has both figures.
+std::optional<RatioEstimate> PairedRatioOfCommonRounds(std::span<const double> a, std::span<const double> b,
+                                                       Better better);
+
 // A baseline against itself over `rounds` rounds: exactly 1, no interval
 // (there is no spread to give one), verdict `~`.
 inline RatioEstimate SelfRatio(int rounds) {

@@ -173,32 +173,29 @@ void AddRound(CompareConfig& c, const lifecycle::CycleResult& round) {
 
 namespace {
 
-double CpuUs(const PerConnection& p) { return p.cpu_us; }
-
-Estimate MedianEstimateOf(const std::vector<double>& values) { return EstimateOf(MedianWithInterval(values)); }
-
 // The ratio a/b over paired rounds as an estimate, held to `precision`;
 // none where no round has both figures (an exit check compiled out takes 0 us).
 std::optional<Estimate> RatioEstimateOf(const std::vector<double>& a, const std::vector<double>& b, Better better,
                                         double precision) {
-  const size_t n = std::min(a.size(), b.size());  // a run stopped early may leave one row a round ahead
-  const RatioEstimate r = PairedRatio(std::span(a).first(n), std::span(b).first(n), better);
-  if (r.rounds == 0) return std::nullopt;
-  return EstimateOf(r, precision);
+  const std::optional<RatioEstimate> r = PairedRatioOfCommonRounds(a, b, better);
+  if (!r) return std::nullopt;
+  return EstimateOf(*r, precision);
 }
 
 // The figures of a row whose rounds are `rates` and `server`, against a
-// baseline's (null: the row is the baseline itself).
+// baseline's (null: the row is the baseline itself), as the table's cells.
 RowStats StatsOf(const std::vector<double>& rates, const std::vector<ServerUsage>& server,
                  const CompareConfig* baseline, double precision) {
+  const MeasuredRounds row{rates, server};
+  std::optional<MeasuredRounds> base;
+  if (baseline != nullptr) base = MeasuredRounds{baseline->rates, baseline->server_rounds};
+  const ServerStats s = ComputeServerStats(row, base ? &*base : nullptr);
   RowStats r;
-  r.rate = MedianEstimateOf(rates);
-  const std::vector<double> cpu = PerRound(server, CpuUs);
-  r.has_cpu = !server.empty() && std::all_of(cpu.begin(), cpu.end(), [](double v) { return v > 0; });
-  if (r.has_cpu) r.cpu_us = MedianEstimateOf(cpu);
-  if (baseline == nullptr) return r;
-  r.rate_vs_baseline = RatioEstimateOf(rates, baseline->rates, Better::kHigher, precision);
-  if (r.has_cpu) r.cpu_vs_baseline = RatioEstimateOf(cpu, PerRound(baseline->server_rounds, CpuUs), Better::kLower, precision);
+  r.rate = EstimateOf(s.rate);
+  r.has_cpu = s.has_cpu;
+  if (s.has_cpu) r.cpu_us = EstimateOf(s.cpu_us);
+  if (s.rate_vs_baseline) r.rate_vs_baseline = EstimateOf(*s.rate_vs_baseline, precision);
+  if (s.cpu_vs_baseline) r.cpu_vs_baseline = EstimateOf(*s.cpu_vs_baseline, precision);
   return r;
 }
 
@@ -323,7 +320,7 @@ Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std
     row.push_back(s.phases[static_cast<int>(lifecycle::Phase::kReap)].wall_us.median);
     row.push_back(s.crashed);
     row.push_back(s.leaks);
-    row.push_back(Values(PerRound(c.server_rounds, CpuUs)));
+    row.push_back(Values(CpuUsByRound(c.server_rounds)));
     row.push_back(Values(c.rates));
     row.push_back(Values(c.exit_check_us));
     report.AddRow(std::move(row));
@@ -337,7 +334,7 @@ Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std
     row.push_back(floor > 0 ? Cell(stats.pg[i].rate.value / floor) : Cell(std::monostate{}));
     // A real backend's phases are `pg --profile`'s: the exit columns stay empty.
     for (size_t k = row.size(); k + 3 < columns.size(); ++k) row.push_back(std::monostate{});
-    row.push_back(Values(PerRound(t.server_rounds, CpuUs)));
+    row.push_back(Values(CpuUsByRound(t.server_rounds)));
     row.push_back(Values(t.rates));
     row.push_back(std::monostate{});
     report.AddRow(std::move(row));

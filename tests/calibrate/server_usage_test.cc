@@ -111,10 +111,10 @@ TEST(ServerUsageMergeTest, AFigureMissingFromOneRoundIsMissingFromTheSum) {
   b.context_switches = -1;
   b.syscalls = -1;
   b.syscalls_by_kind.clear();
-  const ServerUsage total = Merged({a, a});
+  const ServerUsage total = Merged(std::vector<ServerUsage>{a, a});
   EXPECT_EQ(total.syscalls_by_kind, (std::vector<int64_t>{20, 40}));
   EXPECT_EQ(total.context_switches, 40);
-  const ServerUsage partial = Merged({a, b});
+  const ServerUsage partial = Merged(std::vector<ServerUsage>{a, b});
   EXPECT_EQ(partial.connections, 20);
   EXPECT_EQ(partial.context_switches, -1);
   EXPECT_EQ(partial.syscalls, -1);

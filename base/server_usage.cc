@@ -1,0 +1,28 @@
+// Medians and paired ratios of measured servers' rounds.
+#include "base/server_usage.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace backendlab {
+
+ServerStats ComputeServerStats(const MeasuredRounds& row, const MeasuredRounds* baseline) {
+  ServerStats s;
+  s.rate = MedianWithInterval(row.rates);
+  const std::vector<double> cpu = CpuUsByRound(row.server);
+  s.has_cpu = !cpu.empty() && std::all_of(cpu.begin(), cpu.end(), [](double v) { return v > 0; });
+  if (s.has_cpu) s.cpu_us = MedianWithInterval(cpu);
+  if (baseline == nullptr) return s;
+  if (baseline == &row) {
+    s.rate_vs_baseline = SelfRatio(static_cast<int>(row.rates.size()));
+    if (s.has_cpu) s.cpu_vs_baseline = SelfRatio(static_cast<int>(cpu.size()));
+    return s;
+  }
+  s.rate_vs_baseline = PairedRatioOfCommonRounds(row.rates, baseline->rates, Better::kHigher);
+  if (s.has_cpu) {
+    s.cpu_vs_baseline = PairedRatioOfCommonRounds(cpu, CpuUsByRound(baseline->server), Better::kLower);
+  }
+  return s;
+}
+
+}  // namespace backendlab

@@ -1,0 +1,65 @@
+// ComputeServerStats on hand-made rounds: medians with their intervals,
+// ratios paired round by round, the baseline's own ratio exactly 1, and
+// what is left out when a source counted no CPU.
+#include <cmath>
+#include <vector>
+
+#include "base/server_usage.h"
+#include "gtest/gtest.h"
+
+namespace backendlab {
+namespace {
+
+ServerUsage Usage(int64_t connections, int64_t cpu_ns) {
+  ServerUsage u;
+  u.connections = connections;
+  u.cpu_ns = cpu_ns;
+  return u;
+}
+
+TEST(ServerStatsTest, RatiosArePairedWithinRoundsAndTheBaselineIsOne) {
+  // Round 1: A at 1.2x B's rate and 0.8x its CPU per connection; round 2:
+  // 1.0x and 1.0x. B's conn/s drifts 100 -> 200 between the rounds: a
+  // quotient of medians would say 1.1/1.5 for the rate, the pairing says
+  // sqrt(1.2 * 1.0).
+  const std::vector<double> a_rates = {120, 200}, b_rates = {100, 200};
+  const std::vector<ServerUsage> a_server = {Usage(10, 8'000'000), Usage(20, 40'000'000)};
+  const std::vector<ServerUsage> b_server = {Usage(10, 10'000'000), Usage(10, 20'000'000)};
+  const MeasuredRounds a{a_rates, a_server}, b{b_rates, b_server};
+  const ServerStats s = ComputeServerStats(a, &b);
+  EXPECT_DOUBLE_EQ(s.rate.median, 160);
+  ASSERT_TRUE(s.has_cpu);
+  EXPECT_DOUBLE_EQ(s.cpu_us.median, (800.0 + 2000.0) / 2);
+  ASSERT_TRUE(s.rate_vs_baseline && s.cpu_vs_baseline);
+  EXPECT_NEAR(s.rate_vs_baseline->ratio, std::sqrt(1.2), 1e-12);
+  EXPECT_NEAR(s.cpu_vs_baseline->ratio, std::sqrt(0.8), 1e-12);
+  EXPECT_EQ(s.cpu_vs_baseline->rounds, 2);
+  EXPECT_TRUE(s.cpu_vs_baseline->has_interval);
+  EXPECT_TRUE(s.cpu_vs_baseline->interval.Covers(s.cpu_vs_baseline->ratio));
+
+  const ServerStats self = ComputeServerStats(b, &b);
+  ASSERT_TRUE(self.rate_vs_baseline && self.cpu_vs_baseline);
+  EXPECT_TRUE(self.rate_vs_baseline->self);
+  EXPECT_EQ(self.cpu_vs_baseline->ratio, 1.0);
+
+  const ServerStats alone = ComputeServerStats(a, nullptr);
+  EXPECT_FALSE(alone.rate_vs_baseline) << "no baseline: no ratio";
+}
+
+TEST(ServerStatsTest, NoCpuWithoutEveryRoundCountedAndRowsAheadPairWhatBothHave) {
+  const std::vector<double> a_rates = {100, 110, 120}, b_rates = {100, 100};
+  const std::vector<ServerUsage> none;
+  const MeasuredRounds a{a_rates, none}, b{b_rates, none};
+  const ServerStats s = ComputeServerStats(a, &b);
+  EXPECT_FALSE(s.has_cpu) << "no usage counted";
+  EXPECT_FALSE(s.cpu_vs_baseline);
+  ASSERT_TRUE(s.rate_vs_baseline);
+  EXPECT_EQ(s.rate_vs_baseline->rounds, 2) << "a run stopped early: the rounds both rows have";
+  EXPECT_NEAR(s.rate_vs_baseline->ratio, std::sqrt(1.1), 1e-12);
+  const std::vector<ServerUsage> zero = {Usage(10, 0), Usage(10, 5'000)};
+  const ServerStats z = ComputeServerStats(MeasuredRounds{b_rates, zero}, nullptr);
+  EXPECT_FALSE(z.has_cpu) << "a round with no CPU counted (clock ticks too coarse) is not a figure";
+}
+
+}  // namespace
+}  // namespace backendlab
