@@ -99,37 +99,37 @@ int64_t RelcacheInitBytes(const std::string& data_dir) {
   return bytes + local;
 }
 
-// Figures summed over the runs between two snapshots of a target.
-struct RealTotals {
-  int64_t cpu_ns = 0, minor_faults = 0, syscalls = -1, connections = 0;
-  std::vector<int64_t> by_kind;
+// What a target measured from round `first` on: the side-by-side's rounds.
+struct RoundsSince {
+  std::vector<ServerUsage> server;
   std::vector<double> rates;
 };
-
-RealTotals Since(const pgreal::PgTargetResult& before, const pgreal::PgTargetResult& after) {
-  RealTotals t;
-  t.cpu_ns = after.server_cpu_ns - before.server_cpu_ns;
-  t.minor_faults = after.server_minor_faults - before.server_minor_faults;
-  if (after.server_syscalls >= 0) {
-    t.syscalls = after.server_syscalls - std::max<int64_t>(before.server_syscalls, 0);
-    t.by_kind.resize(after.server_syscalls_by_kind.size());
-    for (size_t k = 0; k < t.by_kind.size(); ++k) {
-      t.by_kind[k] = after.server_syscalls_by_kind[k] - (k < before.server_syscalls_by_kind.size() ? before.server_syscalls_by_kind[k] : 0);
-    }
-  }
-  t.rates.assign(after.rates.begin() + static_cast<std::ptrdiff_t>(before.rates.size()), after.rates.end());
-  t.connections = after.server_connections - before.server_connections;
-  return t;
+RoundsSince Since(const pgreal::PgTargetResult& t, size_t first) {
+  RoundsSince r;
+  if (t.server_rounds.size() > first) r.server.assign(t.server_rounds.begin() + static_cast<std::ptrdiff_t>(first), t.server_rounds.end());
+  if (t.rates.size() > first) r.rates.assign(t.rates.begin() + static_cast<std::ptrdiff_t>(first), t.rates.end());
+  return r;
 }
 
-Weighing RealFrom(const pgreal::PgTargetResult& shape, const RealTotals& t, const pgreal::ServerProfile& profile) {
-  pgreal::PgTargetResult r = shape;
-  r.server_cpu_ns = t.cpu_ns;
-  r.server_minor_faults = t.minor_faults;
-  r.server_syscalls = t.syscalls;
-  r.server_syscalls_by_kind = t.by_kind;
-  r.server_connections = t.connections;
-  return RealWeighing(r, t.rates, profile);
+Weighing RealFrom(const pgreal::PgTargetResult& t, size_t first) {
+  const RoundsSince r = Since(t, first);
+  return RealWeighing(r.server, r.rates, t.server_syscall_kinds, t.profiles[0]);
+}
+
+// The totals every weighing has, per connection over its rounds.
+void WeighTotals(std::span<const ServerUsage> rounds, const std::vector<double>& rates,
+                 std::span<const std::string> kinds, Weighing& w) {
+  w.rates = rates;
+  w.rounds.assign(rounds.begin(), rounds.end());
+  const PerConnection per = PerConnectionOf(Merged(rounds));
+  w.connections_per_second = Median(rates);
+  w.cpu_us = per.cpu_us;
+  w.minor_faults = per.minor_faults;
+  if (per.syscalls >= 0) {
+    w.syscalls = per.syscalls;
+    for (size_t k = 0; k < kinds.size() && k < per.syscalls_by_kind.size(); ++k) w.syscalls_by_kind[kinds[k]] = per.syscalls_by_kind[k];
+    LeaveOutPhaseClocks(w);
+  }
 }
 
 }  // namespace
@@ -154,20 +154,10 @@ void Shares(Weighing& w) {
 
 // The real server's figures per connection it served (warm-ups included:
 // its counters ran through them), its groups from the profile.
-Weighing RealWeighing(const pgreal::PgTargetResult& t, const std::vector<double>& rates,
-                      const pgreal::ServerProfile& profile) {
+Weighing RealWeighing(std::span<const ServerUsage> rounds, const std::vector<double>& rates,
+                      std::span<const std::string> kinds, const pgreal::ServerProfile& profile) {
   Weighing w;
-  const double n = static_cast<double>(std::max<int64_t>(t.server_connections, 1));
-  w.connections_per_second = Median(rates);
-  w.cpu_us = static_cast<double>(t.server_cpu_ns) / n / 1e3;
-  w.minor_faults = static_cast<double>(t.server_minor_faults) / n;
-  if (t.server_syscalls >= 0) {
-    w.syscalls = static_cast<double>(t.server_syscalls) / n;
-    for (size_t k = 0; k < t.server_syscall_kinds.size() && k < t.server_syscalls_by_kind.size(); ++k) {
-      w.syscalls_by_kind[t.server_syscall_kinds[k]] = static_cast<double>(t.server_syscalls_by_kind[k]) / n;
-    }
-    LeaveOutPhaseClocks(w);
-  }
+  WeighTotals(rounds, rates, kinds, w);
   // A group's CPU: the server's CPU in the share of its samples that the
   // group's phases hold.
   const double all = static_cast<double>(std::max<int64_t>(profile.server_samples, 1));
@@ -180,21 +170,12 @@ Weighing RealWeighing(const pgreal::PgTargetResult& t, const std::vector<double>
   return w;
 }
 
-Weighing MockWeighing(const lifecycle::CycleResult& r, const std::vector<double>& rates,
-                      std::span<const std::string> kinds) {
+Weighing MockWeighing(const lifecycle::CycleResult& merged, std::span<const ServerUsage> rounds,
+                      const std::vector<double>& rates, std::span<const std::string> kinds) {
   using lifecycle::Phase;
+  const lifecycle::CycleResult& r = merged;
   Weighing w;
-  const double n = static_cast<double>(std::max<int64_t>(r.server.connections, 1));
-  w.connections_per_second = Median(rates);
-  w.cpu_us = static_cast<double>(r.server.cpu_ns) / n / 1e3;
-  w.minor_faults = static_cast<double>(r.server.minor_faults) / n;
-  if (r.server.syscalls >= 0) {
-    w.syscalls = static_cast<double>(r.server.syscalls) / n;
-    for (size_t k = 0; k < kinds.size() && k < r.server.syscalls_by_kind.size(); ++k) {
-      w.syscalls_by_kind[kinds[k]] = static_cast<double>(r.server.syscalls_by_kind[k]) / n;
-    }
-    LeaveOutPhaseClocks(w);
-  }
+  WeighTotals(rounds, rates, kinds, w);
   auto phase = [&](Phase p) { return r.backends.phases[static_cast<size_t>(p)].cpu_ns.mean() / 1e3; };
   w.group_cpu_us[Index(Group::kStartup)] =
       phase(Phase::kFork) + phase(Phase::kInitBuffers) + phase(Phase::kInitCatcache) + phase(Phase::kInitOther);
@@ -343,9 +324,7 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
   for (size_t i = 0; i < sizes; ++i) {
     if (pg.target(i).profiles.empty()) return absl::InternalError(absl::StrCat(pg.target(i).label, ": no profile was recorded"));
   }
-  const pgreal::PgTargetResult empty_target;
-  const Weighing real_target =
-      RealFrom(pg.target(fit), Since(empty_target, pg.target(fit)), pg.target(fit).profiles[0]);
+  const Weighing real_target = RealFrom(pg.target(fit), 0);
 
   CalibrationResult result;
   result.server_label = pg.target(fit).label;
@@ -372,36 +351,38 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
   w.startup.read_file_bytes = RelcacheInitBytes(pg.data_directory(fit));
 
   // The mock unweighted, then weighed `iterations` times.
-  std::vector<double> rates;
-  auto run_mock = [&](int64_t size, const std::optional<lifecycle::BackendWeight>& weight,
-                      lifecycle::CycleResult& total, std::vector<double>& rate_list) -> absl::Status {
-    absl::StatusOr<lifecycle::CycleResult> r = lifecycle::RunCycle(MockOptions(o, size, weight, kinds));
+  struct MockRun {
+    int64_t size;
+    std::optional<lifecycle::BackendWeight> weight;
+    lifecycle::CycleResult total;
+    std::vector<ServerUsage> rounds;
+    std::vector<double> rates;
+    Weighing Weigh(std::span<const std::string> kinds) const { return MockWeighing(total, rounds, rates, kinds); }
+  };
+  auto run_mock = [&](MockRun& m) -> absl::Status {
+    absl::StatusOr<lifecycle::CycleResult> r = lifecycle::RunCycle(MockOptions(o, m.size, m.weight, kinds));
     if (!r.ok()) return r.status();
     if (r->interrupted) return StoppedStatus();
     const double wall = static_cast<double>(std::max<int64_t>(r->wall_ns, 1));
-    rate_list.push_back(static_cast<double>(r->connections) * 1e9 / wall);
-    lifecycle::MergeRound(*r, total);
+    m.rates.push_back(static_cast<double>(r->connections) * 1e9 / wall);
+    m.rounds.push_back(r->server);
+    lifecycle::MergeRound(*r, m.total);
     return absl::OkStatus();
   };
   {
-    lifecycle::CycleResult unweighted;
-    std::vector<double> unweighted_rates;
+    MockRun unweighted{o.fit_shared_buffers, std::nullopt, {}, {}, {}};
     say("calibrate: the mock, unweighted");
-    if (absl::Status s = run_mock(o.fit_shared_buffers, std::nullopt, unweighted, unweighted_rates); !s.ok()) return s;
-    const Weighing unweighted_weighing = MockWeighing(unweighted, unweighted_rates, kinds);
-    lifecycle::CycleResult starting;
-    std::vector<double> starting_rates;
+    if (absl::Status s = run_mock(unweighted); !s.ok()) return s;
+    MockRun starting{o.fit_shared_buffers, w, {}, {}, {}};
     say("calibrate: the mock with the starting profile");
-    if (absl::Status s = run_mock(o.fit_shared_buffers, w, starting, starting_rates); !s.ok()) return s;
-    Weighing mock =
-        ChooseExitPath(real_target, MockWeighing(starting, starting_rates, kinds), unweighted_weighing, w, result.notes);
+    if (absl::Status s = run_mock(starting); !s.ok()) return s;
+    Weighing mock = ChooseExitPath(real_target, starting.Weigh(kinds), unweighted.Weigh(kinds), w, result.notes);
     for (int i = 0; i < o.iterations; ++i) {
       Refit(real_target, mock, w, result.notes, i + 1 == o.iterations);
-      lifecycle::CycleResult weighed;
-      std::vector<double> weighed_rates;
+      MockRun weighed{o.fit_shared_buffers, w, {}, {}, {}};
       say(absl::StrCat("calibrate: fit ", i + 1, "/", o.iterations));
-      if (absl::Status s = run_mock(o.fit_shared_buffers, w, weighed, weighed_rates); !s.ok()) return s;
-      mock = MockWeighing(weighed, weighed_rates, kinds);
+      if (absl::Status s = run_mock(weighed); !s.ok()) return s;
+      mock = weighed.Weigh(kinds);
     }
   }
   w.fitted = {{"server", result.server_label},
@@ -415,35 +396,26 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
 
   // The side-by-side: real and mock (weighed and not) at the fit's size and
   // the check's, in an order shuffled each round.
-  const std::vector<pgreal::PgTargetResult> snapshot = [&] {
-    std::vector<pgreal::PgTargetResult> v;
-    for (size_t i = 0; i < sizes; ++i) v.push_back(pg.target(i));
-    return v;
-  }();
-  struct MockRun {
-    int64_t size;
-    std::optional<lifecycle::BackendWeight> weight;
-    lifecycle::CycleResult total;
-    std::vector<double> rates;
-  };
-  std::vector<MockRun> mocks = {{o.fit_shared_buffers, w, {}, {}}, {o.fit_shared_buffers, std::nullopt, {}, {}}};
-  if (sizes > 1) mocks.push_back({o.check_shared_buffers, w, {}, {}});
+  // Each real target's rounds so far (the fit's measurement) are not the
+  // side-by-side's.
+  std::vector<size_t> first_round;
+  for (size_t i = 0; i < sizes; ++i) first_round.push_back(pg.target(i).rates.size());
+  std::vector<MockRun> mocks = {{o.fit_shared_buffers, w, {}, {}, {}}, {o.fit_shared_buffers, std::nullopt, {}, {}, {}}};
+  if (sizes > 1) mocks.push_back({o.check_shared_buffers, w, {}, {}, {}});
   const size_t configs = sizes + mocks.size();
   say("calibrate: real and mock side by side");
   absl::Status status = RunInterleaved("calibrate", o.rounds, configs, [&](size_t i, int64_t) -> absl::Status {
     if (i < sizes) return pg.Measure(i);
-    MockRun& m = mocks[i - sizes];
-    return run_mock(m.size, m.weight, m.total, m.rates);
+    return run_mock(mocks[i - sizes]);
   });
   if (!status.ok()) return status;
-  result.real_fit = RealFrom(pg.target(fit), Since(snapshot[fit], pg.target(fit)), pg.target(fit).profiles[0]);
-  result.mock_fit = MockWeighing(mocks[0].total, mocks[0].rates, kinds);
-  result.mock_unweighted = MockWeighing(mocks[1].total, mocks[1].rates, kinds);
+  result.real_fit = RealFrom(pg.target(fit), first_round[fit]);
+  result.mock_fit = mocks[0].Weigh(kinds);
+  result.mock_unweighted = mocks[1].Weigh(kinds);
   if (sizes > 1) {
     result.checked = true;
-    result.real_check =
-        RealFrom(pg.target(check), Since(snapshot[check], pg.target(check)), pg.target(check).profiles[0]);
-    result.mock_check = MockWeighing(mocks[2].total, mocks[2].rates, kinds);
+    result.real_check = RealFrom(pg.target(check), first_round[check]);
+    result.mock_check = mocks[2].Weigh(kinds);
   }
   absl::StatusOr<pgreal::PgResult> finished = pg.Finish();
   if (!finished.ok()) return finished.status();

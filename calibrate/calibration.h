@@ -23,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/names.h"
+#include "base/server_usage.h"
 #include "lifecycle/backend_weight.h"
 #include "pgreal/installation.h"
 
@@ -43,8 +44,11 @@ inline constexpr NamedValue<Group> kGroupNames[] = {
 inline constexpr auto kAllGroups = ValuesOf(kGroupNames);
 inline constexpr size_t kNumGroups = std::size(kGroupNames);
 
-// One server's figures per connection, as the same run measured them.
+// One server's figures per connection, as the same run measured them, and
+// the rounds they are over.
 struct Weighing {
+  std::vector<double> rates;          // conn/s, one per round
+  std::vector<ServerUsage> rounds;    // the server's usage, one per round
   double connections_per_second = 0;  // median of the rounds
   double cpu_us = 0;                  // the server's CPU (postmaster and backends) per connection
   double minor_faults = 0;

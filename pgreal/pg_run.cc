@@ -50,37 +50,89 @@ absl::Status WaitForBackendsToExit(pid_t postmaster, size_t baseline) {
   return absl::OkStatus();
 }
 
+// The server's usage over one loop: made before it, End after its backends
+// have exited.
+class RoundCounters {
+ public:
+  RoundCounters(const PgRunOptions& options, pid_t postmaster, PgTargetResult& target)
+      : postmaster_(postmaster), counting_events_(options.server_counters),
+        syscalls_unasked_(options.server_syscall_kinds.empty()) {
+    if (!options.server_syscall_kinds.empty()) {
+      const std::vector<std::string_view> names(options.server_syscall_kinds.begin(), options.server_syscall_kinds.end());
+      absl::StatusOr<profiling::SyscallCounters> opened = profiling::SyscallCounters::OpenProcess(postmaster, names);
+      if (opened.ok()) {
+        syscalls_ = *std::move(opened);
+        counting_calls_ = syscalls_.Read(calls_before_);
+      } else {
+        target.server_syscalls_unavailable = std::string(opened.status().message());
+      }
+    }
+    if (counting_events_) {
+      counters_ = profiling::PerfCounters::OpenProcess(postmaster, kServerEvents);
+      target.server_events_unavailable.clear();
+      for (const absl::Status& why : counters_.Unavailable()) target.server_events_unavailable.emplace_back(why.message());
+      counters_.ReadAll(profiling::PerfCounters::PhaseEdge::kBegin, before_);
+    }
+    proc_before_ = internal::ReadProcessTotals(postmaster);
+  }
+
+  // The round's usage over `connections`; none if /proc could not be read.
+  std::optional<ServerUsage> End(int64_t connections) {
+    if (counting_events_) counters_.ReadAll(profiling::PerfCounters::PhaseEdge::kEnd, after_);
+    profiling::SyscallCounters::Counts calls_after;
+    const bool calls = counting_calls_ && syscalls_.Read(calls_after);
+    const std::optional<internal::ProcessTotals> proc_after = internal::ReadProcessTotals(postmaster_);
+    if (!proc_before_ || !proc_after) return std::nullopt;
+    ServerUsage u;
+    u.connections = connections;
+    u.cpu_ns = proc_after->cpu_ns - proc_before_->cpu_ns;
+    u.user_ns = proc_after->user_ns - proc_before_->user_ns;
+    u.system_ns = proc_after->system_ns - proc_before_->system_ns;
+    u.minor_faults = proc_after->minor_faults - proc_before_->minor_faults;
+    u.major_faults = proc_after->major_faults - proc_before_->major_faults;
+    u.task_clock_ns = Counted(profiling::PerfEvent::kTaskClock);
+    u.context_switches = Counted(profiling::PerfEvent::kContextSwitches);
+    if (calls) {
+      const profiling::SyscallCounters::Counts round = syscalls_.Between(calls_before_, calls_after);
+      u.syscalls = round.total;
+      u.syscalls_by_kind = round.by_kind;
+    } else if (syscalls_unasked_) {
+      u.syscalls = Counted(profiling::PerfEvent::kSyscalls);
+    }
+    return u;
+  }
+
+ private:
+  int64_t Counted(profiling::PerfEvent e) const {
+    for (size_t i = 0; i < std::size(kServerEvents); ++i) {
+      if (kServerEvents[i] == e && before_[i] >= 0 && after_[i] >= 0) return after_[i] - before_[i];
+    }
+    return -1;
+  }
+
+  pid_t postmaster_;
+  bool counting_events_;
+  bool syscalls_unasked_;  // no kinds asked for: every call from perf's count
+  profiling::PerfCounters counters_;
+  std::vector<int64_t> before_ = std::vector<int64_t>(std::size(kServerEvents), -1);
+  std::vector<int64_t> after_ = std::vector<int64_t>(std::size(kServerEvents), -1);
+  profiling::SyscallCounters syscalls_;
+  profiling::SyscallCounters::Counts calls_before_;
+  bool counting_calls_ = false;
+  std::optional<internal::ProcessTotals> proc_before_;
+};
+
 // One measured loop against one server, its figures added to `target`.
 absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninfo, pid_t postmaster,
                          Pooler* pooler, PgTargetResult& target) {
   LoopOptions loop = options.loop;
   loop.conninfo = conninfo;
-  std::vector<int64_t> before(std::size(kServerEvents), -1), after(std::size(kServerEvents), -1);
-  profiling::PerfCounters counters;
+  target.server_syscall_kinds = options.server_syscall_kinds;
   size_t baseline = 0;
-  std::optional<internal::ProcessTotals> proc_before, proc_round;
-  profiling::SyscallCounters syscalls;
-  profiling::SyscallCounters::Counts calls_before, calls_after;
-  bool counting_calls = false;
-  if (postmaster > 0 && !options.server_syscall_kinds.empty()) {
-    const std::vector<std::string_view> names(options.server_syscall_kinds.begin(), options.server_syscall_kinds.end());
-    absl::StatusOr<profiling::SyscallCounters> opened = profiling::SyscallCounters::OpenProcess(postmaster, names);
-    if (opened.ok()) {
-      syscalls = *std::move(opened);
-      counting_calls = syscalls.Read(calls_before);
-    } else {
-      target.server_syscalls_unavailable = std::string(opened.status().message());
-    }
-  }
+  std::optional<RoundCounters> counters;
   if (postmaster > 0) {
     baseline = internal::ChildrenOf(postmaster).size();
-    if (options.server_counters) {
-      counters = profiling::PerfCounters::OpenProcess(postmaster, kServerEvents);
-      target.server_events_unavailable.clear();
-      for (const absl::Status& why : counters.Unavailable()) target.server_events_unavailable.emplace_back(why.message());
-      counters.ReadAll(profiling::PerfCounters::PhaseEdge::kBegin, before);
-    }
-    proc_before = internal::ReadProcessTotals(postmaster);
+    counters.emplace(options, postmaster, target);
   }
   const std::optional<internal::ProcessTotals> pooler_before =
       pooler != nullptr ? internal::ReadProcessTotals(pooler->pid()) : std::nullopt;
@@ -99,68 +151,19 @@ absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninf
                              static_cast<int64_t>(alive > baseline ? alive - baseline : 0);
     if (absl::Status s = pooler->CloseServerConnections(); !s.ok()) return s;
   }
-  if (postmaster > 0) {
+  std::optional<ServerUsage> usage;
+  if (counters) {
     if (absl::Status s = WaitForBackendsToExit(postmaster, baseline); !s.ok()) return s;
-    if (options.server_counters) counters.ReadAll(profiling::PerfCounters::PhaseEdge::kEnd, after);
-    if (counting_calls) counting_calls = syscalls.Read(calls_after);
-    const std::optional<internal::ProcessTotals> proc_after = internal::ReadProcessTotals(postmaster);
-    target.proc_available = proc_before && proc_after;
-    if (target.proc_available) {
-      proc_round = internal::ProcessTotals{proc_after->cpu_ns - proc_before->cpu_ns,
-                                           proc_after->user_ns - proc_before->user_ns,
-                                           proc_after->system_ns - proc_before->system_ns,
-                                           proc_after->minor_faults - proc_before->minor_faults,
-                                           proc_after->major_faults - proc_before->major_faults};
-      target.server_cpu_ns += proc_after->cpu_ns - proc_before->cpu_ns;
-      target.server_minor_faults += proc_after->minor_faults - proc_before->minor_faults;
-      target.server_major_faults += proc_after->major_faults - proc_before->major_faults;
-    }
+    usage = counters->End(result->connections + loop.warmup);
   }
-  target.server_events.resize(std::size(kServerEvents), -1);
-  for (size_t i = 0; i < std::size(kServerEvents); ++i) {
-    if (before[i] < 0 || after[i] < 0) {
-      target.server_events[i] = -1;
-    } else {
-      target.server_events[i] = std::max<int64_t>(target.server_events[i], 0) + (after[i] - before[i]);
-    }
-  }
-  // Counted only if every round could count.
-  target.server_syscall_kinds = options.server_syscall_kinds;
-  std::optional<profiling::SyscallCounters::Counts> round_calls;
-  if (counting_calls) round_calls = syscalls.Between(calls_before, calls_after);
-  if (counting_calls && (target.rates.empty() || target.server_syscalls >= 0)) {
-    const profiling::SyscallCounters::Counts& calls = *round_calls;
-    target.server_syscalls = std::max<int64_t>(target.server_syscalls, 0) + calls.total;
-    target.server_syscalls_by_kind.resize(calls.by_kind.size(), 0);
-    for (size_t k = 0; k < calls.by_kind.size(); ++k) target.server_syscalls_by_kind[k] += calls.by_kind[k];
+  // One usage per round, or none: a round that could not be read leaves
+  // the rounds empty for good.
+  if (usage && target.server_rounds.size() == target.rates.size()) {
+    target.server_rounds.push_back(*std::move(usage));
   } else {
-    target.server_syscalls = -1;
-    target.server_syscalls_by_kind.clear();
+    target.server_rounds.clear();
   }
-  target.server_connections += result->connections + loop.warmup;
   target.rates.push_back(result->connections_per_second());
-  if (postmaster > 0 && proc_round) {
-    ServerUsage u;
-    u.connections = result->connections + loop.warmup;
-    u.cpu_ns = proc_round->cpu_ns;
-    u.user_ns = proc_round->user_ns;
-    u.system_ns = proc_round->system_ns;
-    u.minor_faults = proc_round->minor_faults;
-    u.major_faults = proc_round->major_faults;
-    const auto event = [&](profiling::PerfEvent e) -> int64_t {
-      for (size_t i = 0; i < std::size(kServerEvents); ++i) {
-        if (kServerEvents[i] == e && before[i] >= 0 && after[i] >= 0) return after[i] - before[i];
-      }
-      return -1;
-    };
-    if (const int64_t task_clock = event(profiling::PerfEvent::kTaskClock); task_clock >= 0) u.cpu_ns = task_clock;
-    u.context_switches = event(profiling::PerfEvent::kContextSwitches);
-    if (round_calls) {
-      u.syscalls = round_calls->total;
-      u.syscalls_by_kind = round_calls->by_kind;
-    }
-    target.server_rounds.push_back(std::move(u));
-  }
   target.loop.connect_ns.Merge(result->connect_ns);
   target.loop.connection_ns.Merge(result->connection_ns);
   target.loop.connections += result->connections;
@@ -442,6 +445,26 @@ absl::Status PgServers::StopAll() {
 absl::StatusOr<PgResult> PgServers::Finish() {
   if (absl::Status s = StopAll(); !s.ok()) return s;
   return result_;
+}
+
+size_t BaselineOf(const PgResult& result, size_t i) {
+  const PgTargetResult& t = result.targets[i];
+  if (t.via.empty()) return 0;
+  for (size_t j = 0; j < result.targets.size(); ++j) {
+    const PgTargetResult& d = result.targets[j];
+    if (d.via.empty() && d.installation.bindir == t.installation.bindir && d.shared_buffers_bytes == t.shared_buffers_bytes) {
+      return j;
+    }
+  }
+  return 0;
+}
+
+std::vector<ServerStats> ComputePgStats(const PgResult& result) {
+  std::vector<MeasuredRounds> rounds;
+  for (const PgTargetResult& t : result.targets) rounds.push_back({t.rates, t.server_rounds});
+  std::vector<ServerStats> stats;
+  for (size_t i = 0; i < rounds.size(); ++i) stats.push_back(ComputeServerStats(rounds[i], &rounds[BaselineOf(result, i)]));
+  return stats;
 }
 
 absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {

@@ -26,10 +26,10 @@
 
 namespace backendlab::pgreal {
 
-// The server-side events counted per connection.
+// The server-side events perf counts, inherited by every backend: CPU,
+// context switches and system calls of ServerUsage (faults come from /proc).
 inline constexpr profiling::PerfEvent kServerEvents[] = {
-    profiling::PerfEvent::kTaskClock, profiling::PerfEvent::kPageFaults, profiling::PerfEvent::kContextSwitches,
-    profiling::PerfEvent::kSyscalls};
+    profiling::PerfEvent::kTaskClock, profiling::PerfEvent::kContextSwitches, profiling::PerfEvent::kSyscalls};
 
 struct PgRunOptions {
   // Servers the tool starts: every installation × every shared_buffers.
@@ -67,7 +67,7 @@ struct PgRunOptions {
   std::function<void(const std::string&)> progress;
 };
 
-// One server's figures, summed or merged over the rounds.
+// One server's figures over the rounds.
 struct PgTargetResult {
   std::string label;  // "15/128MB", "15/128MB via pgbouncer:session", or "conninfo"
   std::string via;    // "" (direct) or Via::label()
@@ -77,31 +77,22 @@ struct PgTargetResult {
   std::string kept_directory;        // with ServerOptions::keep: where the server's directory was left
   std::vector<double> rates;         // conn/s, one per round
   // The server's usage in each round (base/server_usage.h), as the mock's:
-  // CPU from task-clock where counted (else /proc, in clock ticks), the
-  // user/system split and faults from /proc, context switches from perf
-  // (-1 where not counted). Empty for --conninfo without a postmaster pid.
+  // the postmaster and every backend it reaped, over every connection it
+  // served while counted (each round's warm-up too: the counters run from
+  // before it to after the last backend's exit). CPU, its user/system split
+  // and faults from /proc (the kernel's accounting of the postmaster and its
+  // reaped children, CPU in clock ticks); task-clock, context switches and
+  // system calls from perf (-1 where not counted). One per
+  // round, or empty: --conninfo without a postmaster pid, or a round whose
+  // /proc figures could not be read.
   std::vector<ServerUsage> server_rounds;
-  LoopResult loop;                   // histograms merged; connections, wall and client usage summed
-  // perf counters, summed over the rounds, in kServerEvents order; -1 where
-  // not counted (unavailable, off, or no postmaster to count).
-  std::vector<int64_t> server_events;
-  std::vector<std::string> server_events_unavailable;  // why, one line each
-  // The connections the server served while counted: the measured ones and
-  // every round's warm-up (the counters run from before the warm-up to after
-  // the last backend's exit). What its per-connection figures divide by.
-  int64_t server_connections = 0;
-  // PgRunOptions::server_syscall_kinds' counts, summed over the rounds, in
-  // its order; `server_syscalls` is every call; -1 where not counted (none
-  // asked for, no postmaster, or refused: server_syscalls_unavailable says why).
+  LoopResult loop;  // histograms merged; connections, wall and client usage summed
+  // Why perf could not count an event of the server, one line each.
+  std::vector<std::string> server_events_unavailable;
+  // PgRunOptions::server_syscall_kinds: the order of each round's
+  // syscalls_by_kind; why they could not be counted, if they could not.
   std::vector<std::string> server_syscall_kinds;
-  int64_t server_syscalls = -1;
-  std::vector<int64_t> server_syscalls_by_kind;
   std::string server_syscalls_unavailable;
-  // /proc/<postmaster>/stat deltas: the postmaster and every backend it reaped.
-  bool proc_available = false;
-  int64_t server_cpu_ns = 0;
-  int64_t server_minor_faults = 0;
-  int64_t server_major_faults = 0;
   // Through a pooler: the server's backends forked for it (new children of
   // the postmaster alive at each loop's end, before the pooler is told to
   // drop its server connections), summed over the rounds; -1 when direct
@@ -122,6 +113,15 @@ struct PgResult {
   std::vector<PgTargetResult> targets;
   std::string server_figures_note;  // why server-side figures are missing, if they are
 };
+
+// The target each target is compared with: a pooled row's server's direct
+// row (the pooler against no pooler), else the first target listed (which is
+// its own baseline).
+size_t BaselineOf(const PgResult& result, size_t i);
+
+// Every target's rates and CPU per connection over the rounds, with their
+// ratios to BaselineOf, paired within the rounds (base/server_usage.h).
+std::vector<ServerStats> ComputePgStats(const PgResult& result);
 
 // RunPg's pieces, for a caller that interleaves the servers' rounds with
 // other work (`compare --with-pg`): the servers started (or the existing one

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "base/server_usage.h"
 #include "base/summary.h"
 #include "buffers/shared_buffers.h"
 #include "pgreal/pg_run.h"
@@ -88,9 +89,68 @@ absl::StatusOr<std::vector<pgreal::Profiler>> ProfilersOf(const Flags& flags) {
 absl::StatusOr<int64_t> TopN(const Flags& flags) { return flags.Has("top") ? flags.GetInt("top", 1, 1000) : 15; }
 std::string ProfileDirectory(const Flags& flags) { return flags.Has("out") ? flags.Get("out") : "backendlab-pg-profile"; }
 
-Cell PerConnection(int64_t total, int64_t connections, double scale = 1) {
+Cell PerConnectionCell(int64_t total, int64_t connections, double scale = 1) {
   if (total < 0 || connections <= 0) return std::monostate{};
   return static_cast<double>(total) * scale / static_cast<double>(connections);
+}
+
+// A figure per connection; -1 (not counted) is a missing value.
+Cell Counted(double value) { return value < 0 ? Cell{} : Cell{value}; }
+
+// The table: a row per target, its statistics computed beforehand.
+Report PgTable(const pgreal::PgResult& result, const std::vector<ServerStats>& stats) {
+  Report report({{"server", "server"},
+                 {"version", ""},
+                 {"build", ""},
+                 {"shared_buffers_bytes", ""},
+                 {"connections_per_second", "conn/s", 0, ColumnKind::kMedian},
+                 {"connections_per_second_vs_baseline", "conn/s vs base", 2, ColumnKind::kRatio},
+                 {"us_per_connection", "us/conn"},
+                 {"connect_p50_us", "connect p50"},
+                 {"connect_p90_us", "p90"},
+                 {"connect_p99_us", "p99"},
+                 {"client_cpu_us", "client CPU us"},
+                 {"server_cpu_us", "server CPU us", 0, ColumnKind::kMedian},
+                 {"server_cpu_us_vs_baseline", "CPU vs base", 2, ColumnKind::kRatio},
+                 {"server_task_clock_us", "task-clock us"},
+                 {"server_user_us", "user"},
+                 {"server_system_us", "sys"},
+                 {"server_minor_faults", "minor"},
+                 {"server_major_faults", "major", 2},
+                 {"server_context_switches", "ctx sw"},
+                 {"server_syscalls", "syscalls"},
+                 {"via", ""},
+                 {"server_backends", "backends"},
+                 {"pooler_cpu_us", "pooler CPU us"},
+                 {"connections", ""},
+                 {"kept_directory", ""},
+                 // Each round's figures, in round order, for a reader to pair again.
+                 {"rounds_server_cpu_us", ""},
+                 {"rounds_connections_per_second", ""}});
+  for (size_t i = 0; i < result.targets.size(); ++i) {
+    const pgreal::PgTargetResult& t = result.targets[i];
+    const ServerStats& st = stats[i];
+    const Summary connect = t.loop.connect_ns.Summarize(1e-3);
+    const int64_t n = t.loop.connections;
+    const ServerUsage all = Merged(t.server_rounds);
+    const PerConnection per = PerConnectionOf(all);
+    const bool counted = !t.server_rounds.empty();
+    const double rate = st.rate.median;
+    report.AddRow({t.label, t.installation.version, t.installation.build,
+                   t.shared_buffers_bytes > 0 ? Cell{t.shared_buffers_bytes} : Cell{}, EstimateOf(st.rate),
+                   RatioCell(st.rate_vs_baseline), rate > 0 ? Cell{1e6 / rate} : Cell{}, connect.median, connect.p90,
+                   connect.p99, PerConnectionCell(t.loop.client.cpu_ns, n, 1e-3),
+                   st.has_cpu ? Cell{EstimateOf(st.cpu_us)} : Cell{}, RatioCell(st.cpu_vs_baseline),
+                   counted ? Counted(per.task_clock_us) : Cell{},
+                   counted ? Counted(per.user_us) : Cell{}, counted ? Counted(per.system_us) : Cell{},
+                   counted ? Counted(per.minor_faults) : Cell{}, counted ? Counted(per.major_faults) : Cell{},
+                   counted ? Counted(per.context_switches) : Cell{}, counted ? Counted(per.syscalls) : Cell{},
+                   t.via.empty() ? Cell{} : Cell{t.via}, t.server_backends >= 0 ? Cell{t.server_backends} : Cell{},
+                   t.pooler_available ? PerConnectionCell(t.pooler_cpu_ns, all.connections, 1e-3) : Cell{}, n,
+                   t.kept_directory.empty() ? Cell{} : Cell{t.kept_directory}, Values(CpuUsByRound(t.server_rounds)),
+                   Values(t.rates)});
+  }
+  return report;
 }
 
 absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
@@ -312,66 +372,25 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
   }
   out << "\n";
 
-  Report report({{"server", "server"},
-                 {"version", ""},
-                 {"build", ""},
-                 {"shared_buffers_bytes", ""},
-                 {"connections_per_second", "conn/s"},
-                 {"us_per_connection", "us/conn"},
-                 {"connect_p50_us", "connect p50"},
-                 {"connect_p90_us", "p90"},
-                 {"connect_p99_us", "p99"},
-                 {"client_cpu_us", "client CPU us"},
-                 {"server_cpu_us", "server CPU us"},
-                 {"server_task_clock_us", "task-clock us"},
-                 {"server_page_faults", "faults"},
-                 {"server_minor_faults", "minor"},
-                 {"server_major_faults", "major", 2},
-                 {"server_context_switches", "ctx sw"},
-                 {"server_syscalls", "syscalls"},
-                 {"via", ""},
-                 {"server_backends", "backends"},
-                 {"pooler_cpu_us", "pooler CPU us"},
-                 {"connections", ""},
-                 {"kept_directory", ""}});
-  for (const pgreal::PgTargetResult& t : result->targets) {
-    const double rate = Summarize(t.rates).median;
-    const Summary connect = t.loop.connect_ns.Summarize(1e-3);
-    const int64_t n = t.loop.connections;
-    const int64_t served = t.server_connections;  // the warm-ups too: the server's counters ran through them
-    auto event = [&](size_t i, double scale = 1) {
-      return t.server_events.size() > i ? PerConnection(t.server_events[i], served, scale) : Cell{};
-    };
-    report.AddRow({t.label, t.installation.version, t.installation.build,
-                   t.shared_buffers_bytes > 0 ? Cell{t.shared_buffers_bytes} : Cell{}, rate,
-                   rate > 0 ? Cell{1e6 / rate} : Cell{}, connect.median, connect.p90, connect.p99,
-                   PerConnection(t.loop.client.cpu_ns, n, 1e-3),
-                   t.proc_available ? PerConnection(t.server_cpu_ns, served, 1e-3) : Cell{}, event(0, 1e-3), event(1),
-                   t.proc_available ? PerConnection(t.server_minor_faults, served) : Cell{},
-                   t.proc_available ? PerConnection(t.server_major_faults, served) : Cell{}, event(2), event(3),
-                   t.via.empty() ? Cell{} : Cell{t.via}, t.server_backends >= 0 ? Cell{t.server_backends} : Cell{},
-                   t.pooler_available ? PerConnection(t.pooler_cpu_ns, served, 1e-3) : Cell{}, n,
-                   t.kept_directory.empty() ? Cell{} : Cell{t.kept_directory}});
-  }
+  const std::vector<ServerStats> stats = pgreal::ComputePgStats(*result);
+  Report report = PgTable(*result, stats);
   report.PrintText(out);
-  out << "per connection; conn/s is the median of the rounds, connect and client CPU over the measured connections,\n"
-         "the server's and the pooler's over every connection they served while counted (the warm-ups too).\n"
-         "server: the postmaster and every backend it forked in the run (perf counters inherited: task-clock,\n"
-         "faults, ctx sw, syscalls; the kernel's own accounting of reaped children: server CPU, minor, major).\n";
+  out << "per connection; conn/s is the median of the rounds [95 % interval], connect and client CPU over the\n"
+         "measured connections, the server's and the pooler's over every connection they served while counted\n"
+         "(the warm-ups too); server CPU is each round's, its median [95 % interval], the other server columns\n"
+         "over the whole run.\n"
+         "server: the postmaster and every backend it forked in the run. server CPU, user, sys and faults: the\n"
+         "kernel's accounting of the postmaster and its reaped children (CPU in clock ticks), as the mock's;\n"
+         "task-clock, ctx sw and syscalls: perf, inherited.\n"
+         "vs base: a pooled row over its server's direct row, a direct row over the first server listed;\n"
+      << kRatioLegend << ".\n";
   if (!options->via.empty()) {
     out << "through a pooler: server columns are per client connection, the pooled backends' whole lives included;\n"
            "backends: the server's backends forked for the pooler over the run (new children of the postmaster at\n"
            "each loop's end); the direct rows fork one per connection.\n";
-    const pgreal::PgTargetResult* direct = nullptr;
     for (const pgreal::PgTargetResult& t : result->targets) {
-      if (t.via.empty()) {
-        direct = &t;
-        continue;
-      }
-      const double direct_rate = direct != nullptr ? Summarize(direct->rates).median : 0;
-      if (direct_rate <= 0) continue;
-      out << absl::StrFormat("%s: %.2fx the direct conn/s; %d server backends for %d client connections\n", t.label,
-                             Summarize(t.rates).median / direct_rate, t.server_backends,
+      if (t.via.empty()) continue;
+      out << absl::StrFormat("%s: %d server backends for %d client connections\n", t.label, t.server_backends,
                              t.loop.connections + options->rounds * options->loop.warmup);
     }
   }

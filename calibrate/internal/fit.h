@@ -26,15 +26,17 @@ std::optional<Group> GroupOfRealPhase(std::string_view phase);
 // Each group's share of the four groups' CPU, from group_cpu_us.
 void Shares(Weighing& w);
 
-// The real server's figures per connection it served (warm-ups included:
-// its counters ran through them); each group's CPU is the server's CPU in
-// the share of the profile's samples that the group's phases hold.
-Weighing RealWeighing(const pgreal::PgTargetResult& t, const std::vector<double>& rates,
-                      const pgreal::ServerProfile& profile);
+// The real server's figures per connection it served over `rounds` (warm-ups
+// included: its counters ran through them), `kinds` the order of each
+// round's syscalls_by_kind; each group's CPU is the server's CPU in the
+// share of the profile's samples that the group's phases hold.
+Weighing RealWeighing(std::span<const ServerUsage> rounds, const std::vector<double>& rates,
+                      std::span<const std::string> kinds, const pgreal::ServerProfile& profile);
 
-// The mock's, from a run's server totals and its backends' phase records.
-Weighing MockWeighing(const lifecycle::CycleResult& r, const std::vector<double>& rates,
-                      std::span<const std::string> kinds);
+// The mock's, from its rounds' server usage and its backends' phase records
+// (`merged`: every round's, lifecycle::MergeRound).
+Weighing MockWeighing(const lifecycle::CycleResult& merged, std::span<const ServerUsage> rounds,
+                      const std::vector<double>& rates, std::span<const std::string> kinds);
 
 // Where the mock's exit() handlers (measured with the starting profile)
 // cost more than the real backend's whole exit plus kExitOvershoot, the

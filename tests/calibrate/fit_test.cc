@@ -24,27 +24,33 @@ TEST(GroupOfRealPhaseTest, EveryPhaseWordHasItsGroupOrNone) {
   for (const char* p : {"postmaster_other", "aux", "unclaimed", "bogus"}) EXPECT_FALSE(GroupOfRealPhase(p)) << p;
 }
 
-// 100 connections served (80 measured, 20 of warm-up), 4 s of server CPU:
-// 40,000 us each, split as the profile's 200 samples are.
+// 100 connections served over two rounds (80 measured, 20 of warm-up), 4 s
+// of server CPU: 40,000 us each, split as the profile's 200 samples are.
 TEST(RealWeighingTest, PerConnectionServedAndGroupsAsTheSamplesSplit) {
-  pgreal::PgTargetResult t;
-  t.server_connections = 100;
-  t.server_cpu_ns = 4'000'000'000;
-  t.server_minor_faults = 70'000;
-  t.server_syscall_kinds = {"openat", "clock_gettime"};
-  t.server_syscalls = 5'000;
-  t.server_syscalls_by_kind = {1'200, 300};
+  std::vector<ServerUsage> rounds(2);
+  rounds[0].connections = 60;
+  rounds[0].cpu_ns = 2'500'000'000;
+  rounds[0].minor_faults = 40'000;
+  rounds[0].syscalls = 3'000;
+  rounds[0].syscalls_by_kind = {700, 200};
+  rounds[1].connections = 40;
+  rounds[1].cpu_ns = 1'500'000'000;
+  rounds[1].minor_faults = 30'000;
+  rounds[1].syscalls = 2'000;
+  rounds[1].syscalls_by_kind = {500, 100};
+  const std::vector<std::string> kinds = {"openat", "clock_gettime"};
   pgreal::ServerProfile profile;
   profile.server_samples = 200;
   profile.phases = {{"fork", 20}, {"init", 60}, {"work", 10}, {"exit", 60}, {"reap", 30}, {"aux", 10}, {"unclaimed", 10}};
-  const Weighing w = RealWeighing(t, {40, 50, 60}, profile);
+  const Weighing w = RealWeighing(rounds, {40, 50, 60}, kinds, profile);
   EXPECT_DOUBLE_EQ(w.connections_per_second, 50);
-  EXPECT_DOUBLE_EQ(w.cpu_us, 40'000);
+  EXPECT_DOUBLE_EQ(w.cpu_us, 40'000) << "the rounds merged, then per connection";
   EXPECT_DOUBLE_EQ(w.minor_faults, 700);
   EXPECT_DOUBLE_EQ(w.syscalls_by_kind.at("openat"), 12);
   // Every call less the phase clocks' (which the mock makes and a real
   // backend does not): (5000 - 300) / 100.
   EXPECT_DOUBLE_EQ(w.syscalls, 47);
+  EXPECT_EQ(w.rounds.size(), 2u) << "the rounds are kept, for the paired ratios";
   EXPECT_DOUBLE_EQ(w.group_cpu_us[G(Group::kStartup)], 40'000 * 80.0 / 200);
   EXPECT_DOUBLE_EQ(w.group_cpu_us[G(Group::kWork)], 40'000 * 10.0 / 200);
   EXPECT_DOUBLE_EQ(w.group_cpu_us[G(Group::kExit)], 40'000 * 60.0 / 200);
@@ -55,8 +61,8 @@ TEST(RealWeighingTest, PerConnectionServedAndGroupsAsTheSamplesSplit) {
   double sum = 0;
   for (double s : w.group_share) sum += s;
   EXPECT_NEAR(sum, 1, 1e-12);
-  t.server_syscalls = -1;
-  EXPECT_DOUBLE_EQ(RealWeighing(t, {1}, profile).syscalls, -1) << "not counted stays not counted";
+  rounds[1].syscalls = -1;
+  EXPECT_DOUBLE_EQ(RealWeighing(rounds, {1}, kinds, profile).syscalls, -1) << "one round not counted: not counted";
 }
 
 // The mock's groups from its phases: start-up is fork and the three inits,
@@ -82,7 +88,7 @@ TEST(MockWeighingTest, GroupsAreTheMocksPhasesAndTotalsPerConnection) {
   record(Phase::kTeardown, 750'000, 2);
   record(Phase::kReap, 2'000'000, 0);
   const std::vector<std::string> kinds = {"openat", "getrusage"};
-  const Weighing w = MockWeighing(r, {10, 30}, kinds);
+  const Weighing w = MockWeighing(r, std::span(&r.server, 1), {10, 30}, kinds);
   EXPECT_DOUBLE_EQ(w.connections_per_second, 20);
   EXPECT_DOUBLE_EQ(w.cpu_us, 10'000);
   EXPECT_DOUBLE_EQ(w.minor_faults, 500);

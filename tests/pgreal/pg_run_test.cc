@@ -54,15 +54,19 @@ TEST_F(PgRunTest, TheServerIsCountedOverEveryConnectionItServedAndItsCallsByKind
   ASSERT_EQ(result->targets.size(), 1u);
   const PgTargetResult& t = result->targets[0];
   EXPECT_EQ(t.loop.connections, kRounds * kConnections);
-  EXPECT_EQ(t.server_connections, kRounds * (kConnections + kWarmup)) << "the warm-ups were served and counted too";
+  ASSERT_EQ(t.server_rounds.size(), static_cast<size_t>(kRounds)) << "one usage per round";
   ASSERT_EQ(t.server_syscall_kinds, options.server_syscall_kinds);
-  ASSERT_EQ(t.server_syscalls_by_kind.size(), 2u) << t.server_syscalls_unavailable;
-  // The postmaster forks one backend per connection (fork() is clone on
-  // Linux) and nothing else with autovacuum off, the auxiliary processes
-  // already running.
-  EXPECT_EQ(t.server_syscalls_by_kind[0], t.server_connections) << "one clone per connection";
-  EXPECT_GT(t.server_syscalls_by_kind[1], t.server_connections) << "each backend opens files";
-  EXPECT_GT(t.server_syscalls, t.server_syscalls_by_kind[0] + t.server_syscalls_by_kind[1]);
+  for (const ServerUsage& u : t.server_rounds) {
+    EXPECT_EQ(u.connections, kConnections + kWarmup) << "the warm-ups were served and counted too";
+    ASSERT_EQ(u.syscalls_by_kind.size(), 2u) << t.server_syscalls_unavailable;
+    // The postmaster forks one backend per connection (fork() is clone on
+    // Linux) and nothing else with autovacuum off, the auxiliary processes
+    // already running.
+    EXPECT_EQ(u.syscalls_by_kind[0], u.connections) << "one clone per connection";
+    EXPECT_GT(u.syscalls_by_kind[1], u.connections) << "each backend opens files";
+    EXPECT_GT(u.syscalls, u.syscalls_by_kind[0] + u.syscalls_by_kind[1]);
+  }
+  EXPECT_EQ(Merged(t.server_rounds).connections, kRounds * (kConnections + kWarmup));
 }
 
 TEST_F(PgRunTest, ASystemCallWithNoTracepointIsRefused) {

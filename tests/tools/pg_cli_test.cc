@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <cmath>
 #include <map>
 #include <sstream>
 #include <string>
@@ -50,9 +50,30 @@ TEST_F(PgCliTest, RunsARealServerAndReportsItsCostsPerConnection) {
     // kernel's accounting of reaped children must have seen the backends,
     // and the inherited perf counters too.
     EXPECT_GE(row["server_minor_faults"].get<double>(), 100);
-    EXPECT_GE(row["server_page_faults"].get<double>(), 100);
     EXPECT_GT(row["server_cpu_us"].get<double>(), 0);
     EXPECT_GT(row["server_task_clock_us"].get<double>(), 0);
+    EXPECT_GT(row["server_user_us"].get<double>() + row["server_system_us"].get<double>(), 0);
+    ASSERT_EQ(row["rounds_server_cpu_us"].size(), 2u) << "one figure per round";
+    ASSERT_EQ(row["rounds_connections_per_second"].size(), 2u);
+  }
+  // The first server is the baseline: its own ratios are a plain 1. The
+  // second's are paired within the two rounds: the geometric mean of the
+  // rounds' quotients, inside its interval, with a verdict.
+  const nlohmann::json& base = j["rows"][0];
+  const nlohmann::json& other = j["rows"][1];
+  EXPECT_EQ(base["server_cpu_us_vs_baseline"].get<double>(), 1.0);
+  EXPECT_TRUE(base["server_cpu_us_vs_baseline_verdict"].is_null()) << base.dump();
+  for (const char* key : {"server_cpu_us", "connections_per_second"}) {
+    const std::string ratio = std::string(key) + "_vs_baseline";
+    const std::string rounds = std::string("rounds_") + key;
+    const double expected = std::sqrt(other[rounds][0].get<double>() / base[rounds][0].get<double>() *
+                                      other[rounds][1].get<double>() / base[rounds][1].get<double>());
+    EXPECT_NEAR(other[ratio].get<double>(), expected, 1e-9 * expected) << ratio;
+    ASSERT_EQ(other[ratio + "_ci"].size(), 2u) << other.dump();
+    EXPECT_LE(other[ratio + "_ci"][0].get<double>(), other[ratio].get<double>());
+    EXPECT_GE(other[ratio + "_ci"][1].get<double>(), other[ratio].get<double>());
+    const std::string verdict = other[ratio + "_verdict"].get<std::string>();
+    EXPECT_TRUE(verdict == "faster" || verdict == "slower" || verdict == "~") << verdict;
   }
   EXPECT_EQ(j["header"]["settings"]["max_connections"], "7") << "clients + 5";
   ExpectNoServerLeft();
