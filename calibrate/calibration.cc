@@ -257,6 +257,37 @@ void Refit(const Weighing& real, const Weighing& mock, lifecycle::BackendWeight&
 
 }  // namespace internal
 
+namespace {
+
+double MinorFaults(const PerConnection& p) { return p.minor_faults; }
+double Syscalls(const PerConnection& p) { return p.syscalls; }
+
+}  // namespace
+
+Agreement AgreementOf(const Weighing& mock, const Weighing& real) {
+  Agreement a;
+  a.rate = PairedRatioOfCommonRounds(mock.rates, real.rates, Better::kHigher);
+  a.cpu_us = PairedRatioOfCommonRounds(CpuUsByRound(mock.rounds), CpuUsByRound(real.rounds), Better::kLower);
+  a.minor_faults = PairedRatioOfCommonRounds(PerRound(mock.rounds, MinorFaults), PerRound(real.rounds, MinorFaults), Better::kLower);
+  if (mock.syscalls >= 0 && real.syscalls >= 0) {
+    a.syscalls = PairedRatioOfCommonRounds(PerRound(mock.rounds, Syscalls), PerRound(real.rounds, Syscalls), Better::kLower);
+  }
+  return a;
+}
+
+Goal RatioGoalOf(const RatioEstimate& r) {
+  const double low = 1 - kRatioGoal, high = 1 + kRatioGoal;
+  auto within = [&](double x) { return low <= x && x <= high; };
+  if (!r.has_interval) return within(r.ratio) ? Goal::kMet : Goal::kMissed;
+  if (within(r.interval.low) && within(r.interval.high)) return Goal::kMet;
+  if (r.interval.high < low || r.interval.low > high) return Goal::kMissed;
+  return Goal::kUnsure;
+}
+
+Goal ShareGoalOf(double mock_share, double real_share) {
+  return std::fabs(100 * (mock_share - real_share)) <= kSharePointsGoal ? Goal::kMet : Goal::kMissed;
+}
+
 absl::StatusOr<std::vector<std::string>> MappedLibraries(int pid) {
   std::ifstream maps(absl::StrCat("/proc/", pid, "/maps"));
   if (!maps) return absl::UnavailableError(absl::StrCat("cannot read /proc/", pid, "/maps"));
@@ -412,10 +443,12 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
   result.real_fit = RealFrom(pg.target(fit), first_round[fit]);
   result.mock_fit = mocks[0].Weigh(kinds);
   result.mock_unweighted = mocks[1].Weigh(kinds);
+  result.fit = AgreementOf(result.mock_fit, result.real_fit);
   if (sizes > 1) {
     result.checked = true;
     result.real_check = RealFrom(pg.target(check), first_round[check]);
     result.mock_check = mocks[2].Weigh(kinds);
+    result.check = AgreementOf(result.mock_check, result.real_check);
   }
   absl::StatusOr<pgreal::PgResult> finished = pg.Finish();
   if (!finished.ok()) return finished.status();

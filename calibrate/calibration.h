@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "base/names.h"
 #include "base/server_usage.h"
+#include "base/statistics.h"
 #include "lifecycle/backend_weight.h"
 #include "pgreal/installation.h"
 
@@ -61,6 +63,32 @@ struct Weighing {
   std::array<double, kNumGroups> group_minor_faults{};
 };
 
+// How close the mock came to the real server at one size: mock over real,
+// paired within the side-by-side's rounds (base/statistics.h: geometric
+// mean of the rounds' ratios, t interval on their logs). `faster` and
+// `slower` say which way the mock is off. Absent where no round has both.
+struct Agreement {
+  std::optional<RatioEstimate> rate;  // conn/s: checked, not fitted
+  std::optional<RatioEstimate> cpu_us;
+  std::optional<RatioEstimate> minor_faults;
+  std::optional<RatioEstimate> syscalls;
+};
+Agreement AgreementOf(const Weighing& mock, const Weighing& real);
+
+// The goals of the issue that set them: CPU and faults per connection within
+// 10 % of the real server's, each group's share within 5 points.
+inline constexpr double kRatioGoal = 0.10;
+inline constexpr double kSharePointsGoal = 5;
+
+// A goal judged on an interval: met where the whole interval lies within
+// the goal, missed where all of it lies outside, unsure where it straddles
+// an edge. With one round there is no interval and the point decides.
+enum class Goal { kMet, kMissed, kUnsure };
+inline constexpr NamedValue<Goal> kGoalNames[] = {{Goal::kMet, "met"}, {Goal::kMissed, "missed"}, {Goal::kUnsure, "unsure"}};
+Goal RatioGoalOf(const RatioEstimate& r);
+// A group's share, mock against real, in points (one profile each: no interval).
+Goal ShareGoalOf(double mock_share, double real_share);
+
 struct CalibrationOptions {
   pgreal::Installation installation;  // the real server (Debian's 15 by default)
   int64_t fit_shared_buffers = int64_t{128} << 20;
@@ -79,8 +107,10 @@ struct CalibrationResult {
   std::string server_version;    // postgres --version's
   std::string server_build;
   Weighing real_fit, mock_unweighted, mock_fit;  // at fit_shared_buffers, the side-by-side
+  Agreement fit;                                 // mock_fit over real_fit
   bool checked = false;
   Weighing real_check, mock_check;               // at check_shared_buffers, the same profile
+  Agreement check;                               // mock_check over real_check
   // What the profile cannot do: a kind of system call the real backend makes
   // more of than a weight can make, a group the mock already spends more on.
   std::vector<std::string> notes;

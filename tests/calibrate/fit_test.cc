@@ -65,6 +65,53 @@ TEST(RealWeighingTest, PerConnectionServedAndGroupsAsTheSamplesSplit) {
   EXPECT_DOUBLE_EQ(RealWeighing(rounds, {1}, kinds, profile).syscalls, -1) << "one round not counted: not counted";
 }
 
+// Mock over real, round by round: round 1's CPU ratio is 1.1 and round 2's
+// 0.9, so the paired ratio is their geometric mean, sqrt(0.99); conn/s
+// pairs the same way (higher is faster for the mock).
+TEST(AgreementTest, MockOverRealPairedWithinRounds) {
+  auto usage = [](int64_t connections, int64_t cpu_ns, int64_t faults) {
+    ServerUsage u;
+    u.connections = connections;
+    u.cpu_ns = cpu_ns;
+    u.minor_faults = faults;
+    return u;
+  };
+  Weighing real, mock;
+  real.rates = {100, 200};
+  real.rounds = {usage(10, 10'000'000, 1'000), usage(10, 20'000'000, 2'000)};
+  mock.rates = {150, 100};
+  mock.rounds = {usage(10, 11'000'000, 1'000), usage(20, 36'000'000, 4'000)};
+  const Agreement a = AgreementOf(mock, real);
+  ASSERT_TRUE(a.cpu_us && a.rate && a.minor_faults);
+  EXPECT_NEAR(a.cpu_us->ratio, std::sqrt(1.1 * 0.9), 1e-12);
+  EXPECT_EQ(a.cpu_us->rounds, 2);
+  EXPECT_TRUE(a.cpu_us->has_interval);
+  EXPECT_TRUE(a.cpu_us->interval.Covers(a.cpu_us->ratio));
+  EXPECT_NEAR(a.rate->ratio, std::sqrt(1.5 * 0.5), 1e-12);
+  EXPECT_NEAR(a.minor_faults->ratio, 1.0, 1e-12) << "the same faults per connection in each round on both sides";
+  EXPECT_FALSE(a.syscalls) << "not counted on either side: no ratio";
+}
+
+TEST(AgreementTest, TheGoalIsJudgedOnTheInterval) {
+  RatioEstimate r;
+  r.ratio = 1.02;
+  r.has_interval = true;
+  r.interval = {0.95, 1.08};
+  EXPECT_EQ(RatioGoalOf(r), Goal::kMet) << "the whole interval within 10 %";
+  r.interval = {0.85, 1.08};
+  EXPECT_EQ(RatioGoalOf(r), Goal::kUnsure) << "it straddles 0.9";
+  r.ratio = 1.25;
+  r.interval = {1.15, 1.3};
+  EXPECT_EQ(RatioGoalOf(r), Goal::kMissed) << "all of it above 1.1";
+  r.has_interval = false;
+  r.ratio = 1.05;
+  EXPECT_EQ(RatioGoalOf(r), Goal::kMet) << "one round: the point decides";
+  r.ratio = 0.8;
+  EXPECT_EQ(RatioGoalOf(r), Goal::kMissed);
+  EXPECT_EQ(ShareGoalOf(0.42, 0.38), Goal::kMet) << "4 points";
+  EXPECT_EQ(ShareGoalOf(0.30, 0.38), Goal::kMissed) << "8 points";
+}
+
 // The mock's groups from its phases: start-up is fork and the three inits,
 // exit is the exit check and teardown, kernel teardown is reap.
 TEST(MockWeighingTest, GroupsAreTheMocksPhasesAndTotalsPerConnection) {

@@ -2,7 +2,9 @@
 // tiny fit whose profile file `cycle --backend-profile` then runs with.
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -69,7 +71,7 @@ class CalibrateServerTest : public PgCliTest {
 // with it runs; the server is gone afterwards.
 TEST_F(CalibrateServerTest, TinyFitWritesAProfileACycleRunsWith) {
   const std::string profile = dir_ + "/fitted.json", json = dir_ + "/calibrate.json";
-  const RunResult r = Run({"calibrate", "--connections=20", "--warmup=2", "--rounds=1", "--iterations=1", "--check=off",
+  const RunResult r = Run({"calibrate", "--connections=20", "--warmup=2", "--rounds=2", "--iterations=1", "--check=off",
                            "--backend-profile=" + profile, "--json=" + json});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("server CPU us/conn"), std::string::npos) << r.out;
@@ -80,6 +82,26 @@ TEST_F(CalibrateServerTest, TinyFitWritesAProfileACycleRunsWith) {
   const nlohmann::json j = nlohmann::json::parse(ReadFile(json));
   EXPECT_GT(j["header"]["real"]["cpu_us"].get<double>(), 0);
   EXPECT_GT(j["header"]["mock"]["cpu_us"].get<double>(), 0);
+  // The side-by-side's two rounds, paired: the calibrated mock's CPU per
+  // connection over the real server's is the geometric mean of the rounds'
+  // quotients, inside its interval, and the goal is judged on that interval.
+  const nlohmann::json& real_cpu = j["header"]["real"]["rounds_cpu_us"];
+  const nlohmann::json& mock_cpu = j["header"]["mock"]["rounds_cpu_us"];
+  ASSERT_EQ(real_cpu.size(), 2u) << j["header"]["real"].dump();
+  ASSERT_EQ(mock_cpu.size(), 2u);
+  const double expected = std::sqrt(mock_cpu[0].get<double>() / real_cpu[0].get<double>() * mock_cpu[1].get<double>() /
+                                    real_cpu[1].get<double>());
+  std::map<std::string, nlohmann::json> rows;
+  for (const nlohmann::json& row : j["rows"]) rows[row["figure"].get<std::string>()] = row;
+  const nlohmann::json& cpu = rows["server CPU us/conn"];
+  EXPECT_NEAR(cpu["vs_real"].get<double>(), expected, 1e-9 * expected) << cpu.dump();
+  ASSERT_EQ(cpu["vs_real_ci"].size(), 2u) << cpu.dump();
+  EXPECT_LE(cpu["vs_real_ci"][0].get<double>(), expected);
+  EXPECT_GE(cpu["vs_real_ci"][1].get<double>(), expected);
+  const std::string goal = cpu["goal"].get<std::string>();
+  EXPECT_TRUE(goal == "met" || goal == "missed" || goal == "unsure") << goal;
+  EXPECT_EQ(rows["conn/s"]["goal"], "") << "conn/s is checked, not fitted";
+  EXPECT_EQ(rows["conn/s"]["vs_real_ci"].size(), 2u) << rows["conn/s"].dump();
   // libc's exit path unless the mock's own exit handlers outweighed the
   // real exit, which a note then says, the exit's work done as exit work.
   if (w->exit_path == lifecycle::ExitPath::kUnderscoreExit) {
