@@ -23,6 +23,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "base/interrupt.h"
 
 namespace backendlab {
@@ -128,6 +130,55 @@ absl::Status RunInterleaved(std::string_view name, const RoundPlan& plan, size_t
 template <typename Measure>
 absl::Status RunInterleaved(std::string_view name, const RoundPlan& plan, size_t configs, Measure measure) {
   return RunInterleaved(name, plan, configs, measure, [](int64_t) { return absl::OkStatus(); });
+}
+
+// When interleaved rounds may end before their count: once every ratio of
+// the run is precise enough, or before a round that would end past a time.
+struct Precision {
+  double half_width = 0;  // relative half-width every ratio's 95 % interval must reach; 0: every round runs
+  absl::Duration max_time = absl::InfiniteDuration();  // no round is begun that would end past this
+};
+
+// Below 6 rounds an order-statistic interval of a median does not reach
+// 95 %: precision never ends a run sooner.
+inline constexpr int64_t kMinPreciseRounds = 6;
+
+// How a run under a Precision ended.
+struct PreciseRun {
+  int64_t rounds = 0;            // rounds run to their end
+  bool timed_out = false;        // max_time ended it before its count or its precision
+  absl::Duration elapsed;        // of the rounds
+  absl::Duration statistics;     // of the precision checks: what asking cost
+};
+
+// RunInterleaved, ended by `precision` too: after each round the run stops
+// if another round, as long as the last one, would end past max_time, and,
+// from kMinPreciseRounds on with a half_width asked for, once
+// worst_half_width() (the widest ratio's relative half-width over the rounds
+// so far) is within it. `run` says how it ended.
+template <typename Measure, typename WorstHalfWidth>
+absl::Status RunUntilPrecise(std::string_view name, const RoundPlan& plan, const Precision& precision, size_t configs,
+                             Measure measure, WorstHalfWidth worst_half_width, PreciseRun& run) {
+  const absl::Time start = absl::Now();
+  absl::Time round_start = start;
+  run = PreciseRun{};
+  absl::Status status = RunInterleaved(name, plan, configs, measure, [&](int64_t round) -> absl::StatusOr<bool> {
+    const absl::Time now = absl::Now();
+    const absl::Duration last = now - round_start;
+    round_start = now;
+    run.rounds = round + 1;
+    if (run.rounds < plan.rounds && now - start + last > precision.max_time) {
+      run.timed_out = true;
+      return false;
+    }
+    if (precision.half_width <= 0 || run.rounds < kMinPreciseRounds) return true;
+    const absl::Time t0 = absl::Now();
+    const bool precise = worst_half_width() <= precision.half_width;
+    run.statistics += absl::Now() - t0;
+    return !precise;
+  });
+  run.elapsed = absl::Now() - start;
+  return status;
 }
 
 }  // namespace backendlab

@@ -60,10 +60,6 @@ constexpr FlagSpec kFlags[] = {
     {"svg", "", "also draw CPU per connection vs shared_buffers to this SVG file"},
 };
 
-// The fewest rounds before --precision may end the run: below 6 an
-// order-statistic interval of a median does not reach 95 %.
-constexpr int64_t kMinRounds = 6;
-
 // CPU per connection of the whole server against shared_buffers, one line
 // per label, the real servers' too: the medians of the table.
 LineChart CostChart(const CompareMatrix& matrix, const CompareStats& stats, std::span<const pgreal::PgTargetResult> pg) {
@@ -172,9 +168,6 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
     for (size_t i = 0; i < pg_count; ++i) t.push_back(pg->target(i));
     return t;
   };
-  const absl::Time start = absl::Now();
-  absl::Time round_start = start;
-  absl::Duration statistics_time;
   // Rows are only ever divided by rows at the same shared_buffers: one block
   // per size in each round, the real server at that size in it too.
   std::vector<size_t> groups;
@@ -185,8 +178,10 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   };
   for (const CompareConfig& c : configs) groups.push_back(size_index(c.options.backend.shared_buffers.bytes));
   for (size_t i = 0; i < pg_count; ++i) groups.push_back(size_index(static_cast<uint64_t>(pg->target(i).shared_buffers_bytes)));
-  absl::Status measured = RunInterleaved(
-      "compare", RoundPlan(*rounds, static_cast<uint64_t>(*seed), groups), configs.size() + pg_count,
+  PreciseRun run;
+  absl::Status measured = RunUntilPrecise(
+      "compare", RoundPlan(*rounds, static_cast<uint64_t>(*seed), groups), Precision{precision, max_time},
+      configs.size() + pg_count,
       [&](size_t i, int64_t) -> absl::Status {
         if (i >= configs.size()) return pg->Measure(i - configs.size());
         CompareConfig& c = configs[i];
@@ -201,18 +196,9 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
         AddRound(c, *r);
         return absl::OkStatus();
       },
-      [&](int64_t round) -> absl::StatusOr<bool> {
-        const absl::Time now = absl::Now();
-        const absl::Duration last = now - round_start;
-        round_start = now;
-        if (now - start + last > max_time) return false;
-        if (precision <= 0 || round + 1 < kMinRounds) return true;
-        const absl::Time t0 = absl::Now();
-        const bool precise = ComputeCompareStats(*matrix, targets(), precision).precise;
-        statistics_time += absl::Now() - t0;
-        return !precise;
-      });
-  const absl::Duration elapsed = absl::Now() - start;
+      [&] { return ComputeCompareStats(*matrix, targets(), precision).worst_half_width; }, run);
+  const absl::Duration elapsed = run.elapsed;
+  absl::Duration statistics_time = run.statistics;
   std::vector<pgreal::PgTargetResult> pg_targets;
   if (pg != nullptr) {
     absl::StatusOr<pgreal::PgResult> finished = pg->Finish();

@@ -111,5 +111,40 @@ TEST(InterleavedTest, AfterRoundCanEndTheRoundsEarly) {
   EXPECT_EQ(runs, 2);
 }
 
+// RunUntilPrecise: precision is first asked after round 6 and ends the run
+// at the first answer within it; with none asked every round runs; a
+// max_time shorter than a round ends the run after its first round.
+TEST(InterleavedTest, RunUntilPreciseStopsAtThePrecisionOrTheTime) {
+  ResetStopRequestForTesting();
+  int runs = 0;
+  auto measure = [&](size_t, int64_t) { return ++runs, absl::OkStatus(); };
+  std::vector<double> widths = {0.05, 0.04, 0.01};  // the answers to the checks after rounds 6, 7, 8
+  size_t asked = 0;
+  auto widest = [&] { return widths[std::min(asked++, widths.size() - 1)]; };
+  PreciseRun run;
+  ASSERT_TRUE(RunUntilPrecise("test", 20, Precision{0.02}, 3, measure, widest, run).ok());
+  EXPECT_EQ(run.rounds, 8);
+  EXPECT_EQ(asked, 3u) << "asked after rounds 6, 7 and 8 only";
+  EXPECT_EQ(runs, 24);
+  EXPECT_FALSE(run.timed_out);
+
+  runs = 0;
+  asked = 0;
+  ASSERT_TRUE(RunUntilPrecise("test", 9, Precision{}, 3, measure, widest, run).ok());
+  EXPECT_EQ(run.rounds, 9);
+  EXPECT_EQ(asked, 0u) << "no precision asked: never asked";
+
+  runs = 0;
+  auto slow = [&](size_t, int64_t) {
+    absl::SleepFor(absl::Milliseconds(1));
+    return ++runs, absl::OkStatus();
+  };
+  ASSERT_TRUE(RunUntilPrecise("test", 9, Precision{0, absl::Nanoseconds(1)}, 2, slow, widest, run).ok());
+  EXPECT_EQ(run.rounds, 1);
+  EXPECT_TRUE(run.timed_out);
+  EXPECT_EQ(runs, 2);
+  EXPECT_GE(run.elapsed, absl::Milliseconds(2));
+}
+
 }  // namespace
 }  // namespace backendlab
