@@ -447,11 +447,11 @@ absl::StatusOr<PgResult> PgServers::Finish() {
   return result_;
 }
 
-size_t BaselineOf(const PgResult& result, size_t i) {
-  const PgTargetResult& t = result.targets[i];
+size_t BaselineOf(std::span<const PgTargetResult> targets, size_t i) {
+  const PgTargetResult& t = targets[i];
   if (t.via.empty()) return 0;
-  for (size_t j = 0; j < result.targets.size(); ++j) {
-    const PgTargetResult& d = result.targets[j];
+  for (size_t j = 0; j < targets.size(); ++j) {
+    const PgTargetResult& d = targets[j];
     if (d.via.empty() && d.installation.bindir == t.installation.bindir && d.shared_buffers_bytes == t.shared_buffers_bytes) {
       return j;
     }
@@ -459,22 +459,46 @@ size_t BaselineOf(const PgResult& result, size_t i) {
   return 0;
 }
 
-std::vector<ServerStats> ComputePgStats(const PgResult& result) {
+std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets) {
   std::vector<MeasuredRounds> rounds;
-  for (const PgTargetResult& t : result.targets) rounds.push_back({t.rates, t.server_rounds});
+  for (const PgTargetResult& t : targets) rounds.push_back({t.rates, t.server_rounds});
   std::vector<ServerStats> stats;
-  for (size_t i = 0; i < rounds.size(); ++i) stats.push_back(ComputeServerStats(rounds[i], &rounds[BaselineOf(result, i)]));
+  for (size_t i = 0; i < rounds.size(); ++i) stats.push_back(ComputeServerStats(rounds[i], &rounds[BaselineOf(targets, i)]));
   return stats;
+}
+
+double WorstHalfWidth(std::span<const ServerStats> stats) {
+  double widest = 0;
+  auto widen = [&](const std::optional<RatioEstimate>& r) {
+    if (!r || r->self) return;
+    widest = std::max(widest, r->has_interval ? r->interval.RelativeHalfWidth(r->ratio) : 1.0);
+  };
+  for (const ServerStats& s : stats) {
+    widen(s.rate_vs_baseline);
+    widen(s.cpu_vs_baseline);
+  }
+  return widest;
 }
 
 absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
   absl::StatusOr<std::unique_ptr<PgServers>> servers = PgServers::Start(options);
   if (!servers.ok()) return servers.status();
-  absl::Status status = RunInterleaved("pg", options.rounds, (*servers)->size(),
-                                       [&](size_t i, int64_t) { return (*servers)->Measure(i); });
-  if (status.ok() && !options.profilers.empty()) status = (*servers)->Profile();
-  absl::StatusOr<PgResult> result = (*servers)->Finish();
+  PgServers& pg = **servers;
+  PreciseRun run;
+  Precision precision = options.precision;
+  if (pg.size() < 2) precision.half_width = 0;  // one server: no ratio to hold to it
+  absl::Status status = RunUntilPrecise(
+      "pg", RoundPlan(options.rounds, options.seed), precision, pg.size(),
+      [&](size_t i, int64_t) { return pg.Measure(i); },
+      [&] { return WorstHalfWidth(ComputePgStats(pg.targets())); },
+      run);
+  if (status.ok() && !options.profilers.empty()) status = pg.Profile();
+  absl::StatusOr<PgResult> result = pg.Finish();
   if (!status.ok()) return status;
+  if (result.ok()) {
+    result->run = run;
+    result->worst_half_width = WorstHalfWidth(ComputePgStats(result->targets));
+  }
   return result;
 }
 

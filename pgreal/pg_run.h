@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "pgreal/connect_loop.h"
+#include "base/interleaved.h"
 #include "base/server_usage.h"
 #include "pgreal/installation.h"
 #include "pgreal/pooler.h"
@@ -32,6 +33,11 @@ inline constexpr profiling::PerfEvent kServerEvents[] = {
     profiling::PerfEvent::kTaskClock, profiling::PerfEvent::kContextSwitches, profiling::PerfEvent::kSyscalls};
 
 struct PgRunOptions {
+  // Rounds: at most `rounds`, in orders shuffled under `seed`, ended sooner
+  // by `precision` (base/interleaved.h) over every `vs base` ratio; with
+  // one target there is none, and only max_time can end them sooner.
+  uint64_t seed = kDefaultOrderSeed;
+  Precision precision;
   // Servers the tool starts: every installation × every shared_buffers.
   std::vector<Installation> installations;
   std::vector<int64_t> shared_buffers;
@@ -111,17 +117,24 @@ struct PgTargetResult {
 
 struct PgResult {
   std::vector<PgTargetResult> targets;
+  PreciseRun run;                 // how the rounds ended
+  double worst_half_width = 0;   // of every `vs base` ratio at the end (WorstHalfWidth)
   std::string server_figures_note;  // why server-side figures are missing, if they are
 };
 
 // The target each target is compared with: a pooled row's server's direct
 // row (the pooler against no pooler), else the first target listed (which is
 // its own baseline).
-size_t BaselineOf(const PgResult& result, size_t i);
+size_t BaselineOf(std::span<const PgTargetResult> targets, size_t i);
 
 // Every target's rates and CPU per connection over the rounds, with their
 // ratios to BaselineOf, paired within the rounds (base/server_usage.h).
-std::vector<ServerStats> ComputePgStats(const PgResult& result);
+std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets);
+
+// The widest relative half-width of the ratios in `stats`, as a precision
+// check needs it: a ratio without an interval counts as 1, a baseline's own
+// as 0.
+double WorstHalfWidth(std::span<const ServerStats> stats);
 
 // RunPg's pieces, for a caller that interleaves the servers' rounds with
 // other work (`compare --with-pg`): the servers started (or the existing one
@@ -139,6 +152,7 @@ class PgServers {
 
   size_t size() const { return result_.targets.size(); }
   const PgTargetResult& target(size_t i) const { return result_.targets[i]; }
+  const std::vector<PgTargetResult>& targets() const { return result_.targets; }
   // Target i's postmaster (options.postmaster_pid for --conninfo, 0 if none)
   // and data directory ("" for --conninfo).
   pid_t postmaster_pid(size_t i) const;

@@ -31,7 +31,10 @@ constexpr FlagSpec kFlags[] = {
     {"bindir", "", "a PostgreSQL build's bin directory (default: Debian's PostgreSQL 15)"},
     {"pg-versions", "", "major versions, e.g. 15,17,18: Debian's where installed, else tools/fetch-postgres's"},
     {"shared-buffers", "", "shared_buffers of the servers, one server per size (default 128MB,8GB)"},
-    {"rounds", "3", "interleaved rounds: every server once per round, in a shuffled order"},
+    {"rounds", "3", "interleaved rounds: every server once per round, in a shuffled order; with --precision, at most this many"},
+    {"precision", "0", "percent: rounds go on until every vs-base ratio's 95 % interval is within +-this of it, from 6 rounds on (0: every round runs)"},
+    {"max-time", "", "no round is begun that would end past this, e.g. 2m (default: no limit)"},
+    {"seed", "1", "seed of the rounds' shuffled orders"},
     {"clients", "1", "connections in flight at once"},
     {"connections", "", "measured connections per run (default 300 unless --duration)"},
     {"duration", "", "run for this long instead, e.g. 5s"},
@@ -98,7 +101,8 @@ Cell PerConnectionCell(int64_t total, int64_t connections, double scale = 1) {
 Cell Counted(double value) { return value < 0 ? Cell{} : Cell{value}; }
 
 // The table: a row per target, its statistics computed beforehand.
-Report PgTable(const pgreal::PgResult& result, const std::vector<ServerStats>& stats) {
+// Ratios short of `precision` (> 0) are marked.
+Report PgTable(const pgreal::PgResult& result, const std::vector<ServerStats>& stats, double precision) {
   Report report({{"server", "server"},
                  {"version", ""},
                  {"build", ""},
@@ -138,9 +142,9 @@ Report PgTable(const pgreal::PgResult& result, const std::vector<ServerStats>& s
     const double rate = st.rate.median;
     report.AddRow({t.label, t.installation.version, t.installation.build,
                    t.shared_buffers_bytes > 0 ? Cell{t.shared_buffers_bytes} : Cell{}, EstimateOf(st.rate),
-                   RatioCell(st.rate_vs_baseline), rate > 0 ? Cell{1e6 / rate} : Cell{}, connect.median, connect.p90,
+                   RatioCell(st.rate_vs_baseline, precision), rate > 0 ? Cell{1e6 / rate} : Cell{}, connect.median, connect.p90,
                    connect.p99, PerConnectionCell(t.loop.client.cpu_ns, n, 1e-3),
-                   st.has_cpu ? Cell{EstimateOf(st.cpu_us)} : Cell{}, RatioCell(st.cpu_vs_baseline),
+                   st.has_cpu ? Cell{EstimateOf(st.cpu_us)} : Cell{}, RatioCell(st.cpu_vs_baseline, precision),
                    counted ? Counted(per.task_clock_us) : Cell{},
                    counted ? Counted(per.user_us) : Cell{}, counted ? Counted(per.system_us) : Cell{},
                    counted ? Counted(per.minor_faults) : Cell{}, counted ? Counted(per.major_faults) : Cell{},
@@ -241,6 +245,17 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
     }
   }
   absl::StatusOr<int64_t> rounds = flags.GetInt("rounds", 1, 1000);
+  absl::StatusOr<double> precision = flags.GetNumber("precision", 0, 100);
+  if (!precision.ok()) return precision.status();
+  options.precision.half_width = *precision / 100;
+  if (flags.Has("max-time")) {
+    absl::StatusOr<int64_t> ms = ParseDurationMs(flags.Get("max-time"));
+    if (!ms.ok()) return absl::InvalidArgumentError(absl::StrCat("--max-time: ", ms.status().message()));
+    options.precision.max_time = absl::Milliseconds(*ms);
+  }
+  absl::StatusOr<int64_t> seed = flags.GetInt("seed", 0, INT64_MAX);
+  if (!seed.ok()) return seed.status();
+  options.seed = static_cast<uint64_t>(*seed);
   absl::StatusOr<int64_t> clients = flags.GetInt("clients", 1, 1000);
   absl::StatusOr<int64_t> warmup = flags.GetInt("warmup", 0, 1'000'000);
   absl::StatusOr<bool> counters = flags.GetBool("server-counters");
@@ -355,10 +370,12 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
   out << "backendlab pg: "
       << (options->conninfo.empty() ? absl::StrCat(result->targets.size(), " server(s) started by the tool")
                                     : std::string("an existing server (--conninfo)"))
-      << absl::StrFormat(", %d client(s), %s per run, %d round(s) interleaved%s\n", options->loop.clients,
+      << absl::StrFormat(", %d client(s), %s per run, %d round(s) interleaved (orders shuffled, seed %d)%s, %.0f s\n",
+                         options->loop.clients,
                          options->loop.connections > 0 ? absl::StrCat(options->loop.connections, " connections")
                                                        : absl::StrCat(options->loop.duration_ns / 1'000'000, " ms"),
-                         options->rounds, options->loop.query.empty() ? ", no query" : ", a query per connection");
+                         result->run.rounds, options->seed, options->loop.query.empty() ? ", no query" : ", a query per connection",
+                         absl::ToDoubleSeconds(result->run.elapsed));
   out << MachineLine(header) << "\n";
   for (const pgreal::Installation& i : options->installations) {
     out << "PostgreSQL " << i.version << ": " << i.build << ", " << i.bindir << "\n";
@@ -372,8 +389,8 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
   }
   out << "\n";
 
-  const std::vector<ServerStats> stats = pgreal::ComputePgStats(*result);
-  Report report = PgTable(*result, stats);
+  const std::vector<ServerStats> stats = pgreal::ComputePgStats(result->targets);
+  Report report = PgTable(*result, stats, options->precision.half_width);
   report.PrintText(out);
   out << "per connection; conn/s is the median of the rounds [95 % interval], connect and client CPU over the\n"
          "measured connections, the server's and the pooler's over every connection they served while counted\n"
@@ -384,6 +401,16 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
          "task-clock, ctx sw and syscalls: perf, inherited.\n"
          "vs base: a pooled row over its server's direct row, a direct row over the first server listed;\n"
       << kRatioLegend << ".\n";
+  if (options->precision.half_width > 0 && result->targets.size() < 2) {
+    out << "precision: one server, no ratio to hold to it: --rounds and --max-time decide.\n";
+  } else if (options->precision.half_width > 0) {
+    const bool precise = result->worst_half_width <= options->precision.half_width;
+    out << absl::StrFormat("precision: every vs-base ratio within +-%.3g %% %s after %d rounds (widest +-%.1f %%)",
+                           100 * options->precision.half_width, precise ? "reached" : "NOT reached", result->run.rounds,
+                           100 * result->worst_half_width)
+        << (precise ? "" : "; * marks each ratio short of it (raise --rounds, --max-time or --connections)")
+        << (result->run.timed_out ? "; --max-time ended the rounds" : "") << "\n";
+  }
   if (!options->via.empty()) {
     out << "through a pooler: server columns are per client connection, the pooled backends' whole lives included;\n"
            "backends: the server's backends forked for the pooler over the run (new children of the postmaster at\n"
@@ -411,7 +438,15 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
 
   header["command"] = "pg";
   header["clients"] = options->loop.clients;
-  header["rounds"] = options->rounds;
+  header["rounds"] = result->run.rounds;
+  header["seed"] = options->seed;
+  header["precision_percent"] = 100 * options->precision.half_width;
+  header["worst_half_width_percent"] = 100 * result->worst_half_width;
+  header["max_time_s"] = options->precision.max_time == absl::InfiniteDuration()
+                             ? nlohmann::json(nullptr)
+                             : nlohmann::json(absl::ToDoubleSeconds(options->precision.max_time));
+  header["elapsed_s"] = absl::ToDoubleSeconds(result->run.elapsed);
+  header["statistics_s"] = absl::ToDoubleSeconds(result->run.statistics);
   header["query"] = options->loop.query;
   header["server_counters"] = options->server_counters;
   header["tcp"] = options->server.tcp;

@@ -28,10 +28,10 @@ Estimate EstimateOf(const RatioEstimate& r, double precision) {
   return e;
 }
 
-Cell RatioCell(const std::optional<RatioEstimate>& r) {
+Cell RatioCell(const std::optional<RatioEstimate>& r, double precision) {
   if (!r) return std::monostate{};
   if (r->self) return 1.0;
-  return EstimateOf(*r);
+  return EstimateOf(*r, precision);
 }
 namespace {
 

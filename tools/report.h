@@ -52,7 +52,7 @@ inline constexpr std::string_view kRatioLegend =
     "paired: A over B within each round, geometric mean over the rounds [95 % interval],\n"
     "  faster or slower where the interval excludes 1, ~ where it covers 1";
 Estimate EstimateOf(const RatioEstimate& r, double precision = 0);
-Cell RatioCell(const std::optional<RatioEstimate>& r);
+Cell RatioCell(const std::optional<RatioEstimate>& r, double precision = 0);
 
 // What a column holds. An estimate column with key K also has, in JSON,
 // K_ci ([low, high] or null) and, for a ratio, K_verdict; in CSV, K_ci_low,

@@ -163,6 +163,11 @@ TEST_F(PgCliTest, BadInputIsAUsageError) {
       {"pg", "--pgbouncer=/usr/sbin/pgbouncer"},
       {"pg", "--via=pgbouncer", "--conninfo=host=/x"},
       {"pg", "--via=pgbouncer", "--tcp"},
+      {"pg", "--precision=101"},
+      {"pg", "--precision=-1"},
+      {"pg", "--max-time=0s"},
+      {"pg", "--max-time=10"},
+      {"pg", "--seed=-1"},
   };
   for (const std::vector<std::string>& args : bad) {
     const test_util::RunResult r = Run(args);

@@ -162,6 +162,27 @@ TEST_F(PgPathsTest, SetAndKeepLeaveTheServerAsRun) {
   ExpectTmpdirEmpty();
 }
 
+// --precision ends the rounds at the first check that finds every vs-base
+// ratio within it, from 6 rounds on: at +-100 % the first check, after
+// round 6 of 9. With one server there is no ratio, and every round runs.
+TEST_F(PgPathsTest, PrecisionEndsTheRoundsOnceEveryRatioHoldsIt) {
+  const RunResult r = Run(Small({"pg", "--shared-buffers=128MB,256MB", "--rounds=9", "--connections=6", "--precision=100",
+                                 "--json=" + dir_ + "/two.json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(ReadFile(dir_ + "/two.json"));
+  EXPECT_EQ(j["header"]["rounds"], 6) << r.out;
+  EXPECT_EQ(j["header"]["precision_percent"], 100);
+  EXPECT_LE(j["header"]["worst_half_width_percent"].get<double>(), 100);
+  EXPECT_NE(r.out.find("within +-100 % reached after 6 rounds"), std::string::npos) << r.out;
+  for (const nlohmann::json& row : j["rows"]) EXPECT_EQ(row["rounds_connections_per_second"].size(), 6u);
+
+  const RunResult one = Run(Small({"pg", "--rounds=7", "--connections=6", "--precision=100", "--json=" + dir_ + "/one.json"}));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(nlohmann::json::parse(ReadFile(dir_ + "/one.json"))["header"]["rounds"], 7);
+  EXPECT_NE(one.out.find("one server, no ratio to hold to it"), std::string::npos) << one.out;
+  ExpectNoServerLeft();
+}
+
 // Without the perf counters the columns they feed are empty and the report
 // says why; the kernel's own accounting still gives server CPU (in clock
 // ticks) and faults.
