@@ -127,6 +127,7 @@ absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninf
                          Pooler* pooler, PgTargetResult& target) {
   LoopOptions loop = options.loop;
   loop.conninfo = conninfo;
+  loop.clients = target.clients;
   target.server_syscall_kinds = options.server_syscall_kinds;
   size_t baseline = 0;
   std::optional<RoundCounters> counters;
@@ -189,6 +190,7 @@ absl::Status ProfileOnce(const PgRunOptions& options, const std::string& conninf
                          profiling::SampleFile* sample_file, PgTargetResult& target) {
   LoopOptions loop = options.loop;
   loop.conninfo = conninfo;
+  loop.clients = target.clients;
   const size_t baseline = internal::ChildrenOf(postmaster).size();
   absl::StatusOr<LoopResult> plain = RunConnectLoop(loop);
   if (!plain.ok()) return plain.status();
@@ -243,6 +245,13 @@ absl::Status ProfileOnce(const PgRunOptions& options, const std::string& conninf
 absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& options) {
   if (options.rounds < 1) return absl::InvalidArgumentError("--rounds must be at least 1");
   if (options.loop.clients < 1) return absl::InvalidArgumentError("--clients must be at least 1");
+  for (int c : options.clients) {
+    if (c < 1) return absl::InvalidArgumentError("--clients must be at least 1");
+  }
+  const std::vector<int> sweep = options.clients.empty() ? std::vector<int>{options.loop.clients} : options.clients;
+  auto with_clients = [&](std::string label, int c) {
+    return sweep.size() > 1 ? absl::StrCat(label, " ", c, c == 1 ? " client" : " clients") : label;
+  };
   // builtin first: with --conninfo no --postmaster-pid would make it possible.
   if (Uses(options, Profiler::kBuiltin) && !options.conninfo.empty()) {
     return absl::InvalidArgumentError(
@@ -285,10 +294,13 @@ absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& 
   std::unique_ptr<PgServers> run(new PgServers(options));
   PgResult& result = run->result_;
   if (!options.conninfo.empty()) {
-    PgTargetResult target;
-    target.label = "conninfo";
-    target.installation.build = "an existing server (--conninfo)";
-    result.targets.push_back(std::move(target));
+    for (int c : sweep) {
+      PgTargetResult target;
+      target.label = with_clients("conninfo", c);
+      target.clients = c;
+      target.installation.build = "an existing server (--conninfo)";
+      result.targets.push_back(std::move(target));
+    }
     if (options.postmaster_pid <= 0) {
       result.server_figures_note = "not available: the server was not started by the tool; give --postmaster-pid";
     }
@@ -317,25 +329,32 @@ absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& 
       target.shared_buffers_bytes = size;
       target.settings = (*created)->settings();
       for (size_t v = 0; v <= options.via.size(); ++v) {
-        PgTargetResult t = target;
-        if (v > 0) {
-          t.via = options.via[v - 1].label();
-          t.label = absl::StrCat(target.label, " via ", t.via);
+        for (int c : sweep) {
+          PgTargetResult t = target;
+          if (v > 0) {
+            t.via = options.via[v - 1].label();
+            t.label = absl::StrCat(target.label, " via ", t.via);
+          }
+          t.label = with_clients(t.label, c);
+          t.clients = c;
+          result.targets.push_back(std::move(t));
+          run->server_of_.push_back(run->servers_.size());
+          run->poolers_.emplace_back();
         }
-        result.targets.push_back(std::move(t));
-        run->server_of_.push_back(run->servers_.size());
-        run->poolers_.emplace_back();
       }
       run->servers_.push_back(std::move(*created));
     }
   }
+  // Each postmaster once (a server has a target per --clients entry), then
+  // the poolers.
+  for (size_t i = 0; i < result.targets.size(); ++i) {
+    if (i > 0 && run->server_of_[i] == run->server_of_[i - 1]) continue;
+    if (options.progress) options.progress(absl::StrCat("starting the server for ", result.targets[i].label));
+    if (absl::Status s = run->servers_[run->server_of_[i]]->StartPostmaster(); !s.ok()) return s;
+  }
   for (size_t i = 0; i < result.targets.size(); ++i) {
     Server& server = *run->servers_[run->server_of_[i]];
-    if (result.targets[i].via.empty()) {
-      if (options.progress) options.progress(absl::StrCat("starting the server for ", result.targets[i].label));
-      if (absl::Status s = server.StartPostmaster(); !s.ok()) return s;
-      continue;
-    }
+    if (result.targets[i].via.empty()) continue;
     if (options.progress) options.progress(absl::StrCat("starting ", result.targets[i].label));
     PoolerOptions pooler;
     absl::StatusOr<Via> via = ParseVia(result.targets[i].via);
@@ -346,8 +365,8 @@ absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& 
     pooler.user = server.user();
     pooler.server_socket_directory = server.directory();
     pooler.server_port = server.port();
-    pooler.pool_size = options.loop.clients;
-    pooler.max_clients = options.loop.clients + 10;
+    pooler.pool_size = result.targets[i].clients;
+    pooler.max_clients = result.targets[i].clients + 10;
     pooler.keep = options.server.keep;
     absl::StatusOr<std::unique_ptr<Pooler>> started = Pooler::Start(pooler);
     if (!started.ok()) return started.status();
@@ -449,14 +468,13 @@ absl::StatusOr<PgResult> PgServers::Finish() {
 
 size_t BaselineOf(std::span<const PgTargetResult> targets, size_t i) {
   const PgTargetResult& t = targets[i];
-  if (t.via.empty()) return 0;
   for (size_t j = 0; j < targets.size(); ++j) {
     const PgTargetResult& d = targets[j];
-    if (d.via.empty() && d.installation.bindir == t.installation.bindir && d.shared_buffers_bytes == t.shared_buffers_bytes) {
-      return j;
-    }
+    if (d.clients != t.clients || !d.via.empty()) continue;
+    if (t.via.empty()) return j;  // the first direct one at these clients
+    if (d.installation.bindir == t.installation.bindir && d.shared_buffers_bytes == t.shared_buffers_bytes) return j;
   }
-  return 0;
+  return i;
 }
 
 std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets) {

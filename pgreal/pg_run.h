@@ -33,6 +33,10 @@ inline constexpr profiling::PerfEvent kServerEvents[] = {
     profiling::PerfEvent::kTaskClock, profiling::PerfEvent::kContextSwitches, profiling::PerfEvent::kSyscalls};
 
 struct PgRunOptions {
+  // Connections in flight: a target per server (and pooler) × entry, in
+  // order (`--clients=1,4`: conn/s at one client and at saturation); empty:
+  // loop.clients alone.
+  std::vector<int> clients;
   // Rounds: at most `rounds`, in orders shuffled under `seed`, ended sooner
   // by `precision` (base/interleaved.h) over every `vs base` ratio; with
   // one target there is none, and only max_time can end them sooner.
@@ -75,8 +79,11 @@ struct PgRunOptions {
 
 // One server's figures over the rounds.
 struct PgTargetResult {
-  std::string label;  // "15/128MB", "15/128MB via pgbouncer:session", or "conninfo"
+  // "15/128MB", "15/128MB via pgbouncer:session", or "conninfo"; with more
+  // than one --clients entry, " 1 client" or " N clients" after it.
+  std::string label;
   std::string via;    // "" (direct) or Via::label()
+  int clients = 1;    // connections in flight in its loops
   Installation installation;
   int64_t shared_buffers_bytes = 0;  // 0 for --conninfo
   Settings settings;                 // as passed to the server
@@ -122,9 +129,9 @@ struct PgResult {
   std::string server_figures_note;  // why server-side figures are missing, if they are
 };
 
-// The target each target is compared with: a pooled row's server's direct
-// row (the pooler against no pooler), else the first target listed (which is
-// its own baseline).
+// The target each target is compared with, at the same clients: a pooled
+// row's server's direct row (the pooler against no pooler), else the first
+// target listed at those clients (which is its own baseline).
 size_t BaselineOf(std::span<const PgTargetResult> targets, size_t i);
 
 // Every target's rates and CPU per connection over the rounds, with their

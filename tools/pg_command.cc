@@ -6,12 +6,14 @@
 #include <libpq-fe.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/server_usage.h"
 #include "base/summary.h"
@@ -35,7 +37,7 @@ constexpr FlagSpec kFlags[] = {
     {"precision", "0", "percent: rounds go on until every vs-base ratio's 95 % interval is within +-this of it, from 6 rounds on (0: every round runs)"},
     {"max-time", "", "no round is begun that would end past this, e.g. 2m (default: no limit)"},
     {"seed", "1", "seed of the rounds' shuffled orders"},
-    {"clients", "1", "connections in flight at once"},
+    {"clients", "1", "connections in flight at once; a list (1,4) measures every server at each, conn/s at one client and at saturation (>= 2 x cores)"},
     {"connections", "", "measured connections per run (default 300 unless --duration)"},
     {"duration", "", "run for this long instead, e.g. 5s"},
     {"warmup", "20", "connections made first and left out"},
@@ -104,6 +106,7 @@ Cell Counted(double value) { return value < 0 ? Cell{} : Cell{value}; }
 // Ratios short of `precision` (> 0) are marked.
 Report PgTable(const pgreal::PgResult& result, const std::vector<ServerStats>& stats, double precision) {
   Report report({{"server", "server"},
+                 {"clients", ""},
                  {"version", ""},
                  {"build", ""},
                  {"shared_buffers_bytes", ""},
@@ -140,7 +143,7 @@ Report PgTable(const pgreal::PgResult& result, const std::vector<ServerStats>& s
     const PerConnection per = PerConnectionOf(all);
     const bool counted = !t.server_rounds.empty();
     const double rate = st.rate.median;
-    report.AddRow({t.label, t.installation.version, t.installation.build,
+    report.AddRow({t.label, int64_t{t.clients}, t.installation.version, t.installation.build,
                    t.shared_buffers_bytes > 0 ? Cell{t.shared_buffers_bytes} : Cell{}, EstimateOf(st.rate),
                    RatioCell(st.rate_vs_baseline, precision), rate > 0 ? Cell{1e6 / rate} : Cell{}, connect.median, connect.p90,
                    connect.p99, PerConnectionCell(t.loop.client.cpu_ns, n, 1e-3),
@@ -256,17 +259,19 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
   absl::StatusOr<int64_t> seed = flags.GetInt("seed", 0, INT64_MAX);
   if (!seed.ok()) return seed.status();
   options.seed = static_cast<uint64_t>(*seed);
-  absl::StatusOr<int64_t> clients = flags.GetInt("clients", 1, 1000);
+  absl::StatusOr<std::vector<int64_t>> clients = flags.GetIntList("clients", 1, 1000);
   absl::StatusOr<int64_t> warmup = flags.GetInt("warmup", 0, 1'000'000);
   absl::StatusOr<bool> counters = flags.GetBool("server-counters");
   for (const absl::Status& s : {rounds.status(), clients.status(), warmup.status(), counters.status()}) {
     if (!s.ok()) return s;
   }
   options.rounds = *rounds;
-  options.loop.clients = static_cast<int>(*clients);
+  for (int64_t c : *clients) options.clients.push_back(static_cast<int>(c));
+  options.loop.clients = options.clients.front();
   options.loop.warmup = *warmup;
   options.server_counters = *counters;
-  options.server.max_connections = options.loop.clients + 5;
+  // One server serves every --clients entry: room for the most.
+  options.server.max_connections = *std::max_element(options.clients.begin(), options.clients.end()) + 5;
   if (flags.Has("connections") && flags.Has("duration")) {
     return absl::InvalidArgumentError("--connections and --duration both end a run: give one");
   }
@@ -367,11 +372,14 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
   if (!result.ok()) return result.status();
 
   nlohmann::json header = MachineHeader();
+  const size_t servers = std::count_if(result->targets.begin(), result->targets.end(), [&](const pgreal::PgTargetResult& t) {
+    return t.via.empty() && t.clients == options->clients.front();
+  });
   out << "backendlab pg: "
-      << (options->conninfo.empty() ? absl::StrCat(result->targets.size(), " server(s) started by the tool")
+      << (options->conninfo.empty() ? absl::StrCat(servers, " server(s) started by the tool")
                                     : std::string("an existing server (--conninfo)"))
-      << absl::StrFormat(", %d client(s), %s per run, %d round(s) interleaved (orders shuffled, seed %d)%s, %.0f s\n",
-                         options->loop.clients,
+      << absl::StrFormat(", %s client(s), %s per run, %d round(s) interleaved (orders shuffled, seed %d)%s, %.0f s\n",
+                         absl::StrJoin(options->clients, ","),
                          options->loop.connections > 0 ? absl::StrCat(options->loop.connections, " connections")
                                                        : absl::StrCat(options->loop.duration_ns / 1'000'000, " ms"),
                          result->run.rounds, options->seed, options->loop.query.empty() ? ", no query" : ", a query per connection",
@@ -437,7 +445,7 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
   }
 
   header["command"] = "pg";
-  header["clients"] = options->loop.clients;
+  header["clients"] = options->clients;
   header["rounds"] = result->run.rounds;
   header["seed"] = options->seed;
   header["precision_percent"] = 100 * options->precision.half_width;

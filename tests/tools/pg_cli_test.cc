@@ -168,6 +168,9 @@ TEST_F(PgCliTest, BadInputIsAUsageError) {
       {"pg", "--max-time=0s"},
       {"pg", "--max-time=10"},
       {"pg", "--seed=-1"},
+      {"pg", "--clients=1,1"},
+      {"pg", "--clients=0"},
+      {"pg", "--clients=1,"},
   };
   for (const std::vector<std::string>& args : bad) {
     const test_util::RunResult r = Run(args);

@@ -6,12 +6,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -162,11 +164,46 @@ TEST_F(PgPathsTest, SetAndKeepLeaveTheServerAsRun) {
   ExpectTmpdirEmpty();
 }
 
+// --clients=1,2: every server at each, a row apiece, each compared with the
+// first server at the same clients; one postmaster per server serves both.
+TEST_F(PgPathsTest, AClientsListMeasuresEveryServerAtEach) {
+  const RunResult r = Run(Small({"pg", "--shared-buffers=128MB,256MB", "--clients=1,2", "--rounds=2",
+                                 "--json=" + dir_ + "/out.json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 server(s) started by the tool, 1,2 client(s)"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(ReadFile(dir_ + "/out.json"));
+  ASSERT_EQ(j["rows"].size(), 4u) << j.dump();
+  const std::vector<std::pair<std::string, int>> expected = {
+      {"15/128MB 1 client", 1}, {"15/128MB 2 clients", 2}, {"15/256MB 1 client", 1}, {"15/256MB 2 clients", 2}};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const nlohmann::json& row = j["rows"][i];
+    EXPECT_EQ(row["server"], expected[i].first);
+    EXPECT_EQ(row["clients"], expected[i].second);
+    EXPECT_EQ(row["connections"], 40) << "20 measured connections in each of 2 rounds, whatever the clients";
+  }
+  // Each 128MB row is its own baseline; each 256MB row is paired with the
+  // 128MB row at its clients.
+  for (size_t i : {0u, 1u}) EXPECT_EQ(j["rows"][i]["connections_per_second_vs_baseline"].get<double>(), 1.0);
+  for (size_t i : {2u, 3u}) {
+    const nlohmann::json& row = j["rows"][i];
+    const nlohmann::json& base = j["rows"][i - 2];
+    const double expected_ratio = std::sqrt(row["rounds_connections_per_second"][0].get<double>() /
+                                            base["rounds_connections_per_second"][0].get<double>() *
+                                            row["rounds_connections_per_second"][1].get<double>() /
+                                            base["rounds_connections_per_second"][1].get<double>());
+    EXPECT_NEAR(row["connections_per_second_vs_baseline"].get<double>(), expected_ratio, 1e-9 * expected_ratio);
+  }
+  EXPECT_EQ(j["header"]["settings"]["max_connections"], "7") << "the most clients + 5";
+  ExpectNoServerLeft();
+}
+
 // --precision ends the rounds at the first check that finds every vs-base
 // ratio within it, from 6 rounds on: at +-100 % the first check, after
-// round 6 of 9. With one server there is no ratio, and every round runs.
+// round 6 of 9 (50 connections a round: a 95 % interval of 6 paired rounds
+// wider than +-100 % would need rounds apart by more than 2x, whatever else
+// the machine runs). With one server there is no ratio, and every round runs.
 TEST_F(PgPathsTest, PrecisionEndsTheRoundsOnceEveryRatioHoldsIt) {
-  const RunResult r = Run(Small({"pg", "--shared-buffers=128MB,256MB", "--rounds=9", "--connections=6", "--precision=100",
+  const RunResult r = Run(Small({"pg", "--shared-buffers=128MB,256MB", "--rounds=9", "--connections=50", "--precision=100",
                                  "--json=" + dir_ + "/two.json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(ReadFile(dir_ + "/two.json"));
