@@ -1,98 +1,29 @@
 // `backendlab pg`: the connect/disconnect loop of `cycle`, through libpq,
 // against real PostgreSQL servers the tool starts (or one it is given), with
-// the server's costs per connection.
+// the server's costs per connection: flags (tools/pg_flags.h) -> pgreal::RunPg
+// -> pgreal::ComputePgStats -> the table.
 #include "tools/pg_command.h"
 
-#include <libpq-fe.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "base/server_usage.h"
 #include "base/summary.h"
-#include "buffers/shared_buffers.h"
 #include "pgreal/pg_run.h"
-#include "pgreal/phase_rules.h"
-#include "tools/cycle_flags.h"
 #include "tools/flags.h"
 #include "tools/machine_header.h"
+#include "tools/pg_flags.h"
 #include "tools/pg_profile_report.h"
 #include "tools/report.h"
 
 namespace backendlab::tools {
 namespace {
-
-constexpr FlagSpec kFlags[] = {
-    {"bindir", "", "a PostgreSQL build's bin directory (default: Debian's PostgreSQL 15)"},
-    {"pg-versions", "", "major versions, e.g. 15,17,18: Debian's where installed, else tools/fetch-postgres's"},
-    {"shared-buffers", "", "shared_buffers of the servers, one server per size (default 128MB,8GB)"},
-    {"rounds", "3", "interleaved rounds: every server once per round, in a shuffled order; with --precision, at most this many"},
-    {"precision", "0", "percent: rounds go on until every vs-base ratio's 95 % interval is within +-this of it, from 6 rounds on (0: every round runs)"},
-    {"max-time", "", "no round is begun that would end past this, e.g. 2m (default: no limit)"},
-    {"seed", "1", "seed of the rounds' shuffled orders"},
-    {"clients", "1", "connections in flight at once; a list (1,4) measures every server at each, conn/s at one client and at saturation (>= 2 x cores)"},
-    {"connections", "", "measured connections per run (default 300 unless --duration)"},
-    {"duration", "", "run for this long instead, e.g. 5s"},
-    {"warmup", "20", "connections made first and left out"},
-    {"query", "", "SQL sent once per connection, e.g. 'SELECT 1' (default: none)"},
-    {"run-as", "", "as root: the unprivileged user the server runs as (default postgres)"},
-    {"tcp", "off", "also listen on 127.0.0.1 (password authentication) and connect through it: on or off"},
-    {"set", "", "server settings over the defaults, NAME=VALUE[,NAME=VALUE...]"},
-    {"keep", "off", "leave each server's directory (data, log) after the run: on or off"},
-    {"conninfo", "", "measure this existing server instead (libpq connection string); no start, no stop"},
-    {"postmaster-pid", "", "with --conninfo: the server's postmaster, for server-side figures"},
-    {"server-counters", "on", "perf counters on the postmaster, inherited by its backends: on or off"},
-    {"via", "", "also through a pooler, a row per entry beside the direct one: pgbouncer[:session|:transaction][,...]"},
-    {"pgbouncer", "", "with --via: the pgbouncer binary (default: on PATH, else /usr/sbin/pgbouncer)"},
-    {"profile", "off", "after the rounds, two more loops per server, the second recorded: phases, top functions, flame graphs. on or perf: by perf record -a (DWARF call graphs); builtin: by the built-in sampler inside the server (LD_PRELOAD; no perf needed); builtin,perf: the same pass by both, their rankings compared"},
-    {"explain-phases", "off", "print the phase rules --profile uses, for the chosen versions, and exit"},
-    {"out", "", "with --profile: directory for the folded stacks and flame graphs, a subdirectory per server and profiler (default backendlab-pg-profile)"},
-    {"top", "", "with --profile: functions in the top-N tables (default 15)"},
-    {"frequency", "", "with --profile: samples per second, 1..10000 (default 999): perf's per CPU, the built-in sampler's per second of each process's CPU time"},
-    {"json", "", "also write the results as JSON to this file"},
-    {"csv", "", "also write the rows as CSV to this file"},
-};
-
-
-// A --pg-versions entry: a major version tools/fetch-postgres knows.
-absl::StatusOr<int> ParseMajor(const std::string& text) {
-  int major;
-  if (!absl::SimpleAtoi(text, &major) || major < 10 || major > 18) {
-    return absl::InvalidArgumentError(absl::StrCat("--pg-versions: ", Quoted(text), " is not a major version from 10 to 18"));
-  }
-  return major;
-}
-
-// --profile: off; on, the flag alone, meaning perf (as before there was a
-// choice); or a list of profilers, each once.
-absl::StatusOr<std::vector<pgreal::Profiler>> ProfilersOf(const Flags& flags) {
-  const std::string value = flags.Get("profile");
-  if (value == "off") return std::vector<pgreal::Profiler>();
-  if (value == "on") return std::vector<pgreal::Profiler>{pgreal::Profiler::kPerf};
-  absl::StatusOr<std::vector<std::string>> names = flags.GetList("profile");
-  if (!names.ok()) return names.status();
-  std::vector<pgreal::Profiler> profilers;
-  for (const std::string& name : *names) {
-    absl::StatusOr<pgreal::Profiler> p = pgreal::ParseProfiler(name);
-    if (!p.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--profile: ", Quoted(name), " is not on, off, or a list of perf and builtin"));
-    }
-    profilers.push_back(*p);
-  }
-  return profilers;
-}
-
-// --top and --out of --profile, with their defaults.
-absl::StatusOr<int64_t> TopN(const Flags& flags) { return flags.Has("top") ? flags.GetInt("top", 1, 1000) : 15; }
-std::string ProfileDirectory(const Flags& flags) { return flags.Has("out") ? flags.Get("out") : "backendlab-pg-profile"; }
 
 Cell PerConnectionCell(int64_t total, int64_t connections, double scale = 1) {
   if (total < 0 || connections <= 0) return std::monostate{};
@@ -160,180 +91,6 @@ Report PgTable(const pgreal::PgResult& result, const std::vector<ServerStats>& s
   return report;
 }
 
-absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
-  pgreal::PgRunOptions options;
-  const bool existing = flags.Has("conninfo");
-  if (existing) {
-    for (const char* owned : {"bindir", "pg-versions", "shared-buffers", "tcp", "set", "keep", "run-as", "via", "pgbouncer"}) {
-      if (flags.Has(owned) && flags.Get(owned) != "off") {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--", owned, " is for a server the tool starts; --conninfo names an existing one"));
-      }
-    }
-    options.conninfo = flags.Get("conninfo");
-    // A connection string libpq cannot parse is bad input, said before any
-    // connection is tried.
-    char* error = nullptr;
-    PQconninfoOption* parsed = PQconninfoParse(options.conninfo.c_str(), &error);
-    if (parsed == nullptr) {
-      const std::string why = error != nullptr ? std::string(error) : std::string("out of memory");
-      PQfreemem(error);
-      return absl::InvalidArgumentError(absl::StrCat("--conninfo: ", why));
-    }
-    PQconninfoFree(parsed);
-    if (flags.Has("postmaster-pid")) {
-      absl::StatusOr<int64_t> pid = flags.GetInt("postmaster-pid", 1, 1 << 22);
-      if (!pid.ok()) return pid.status();
-      options.postmaster_pid = static_cast<pid_t>(*pid);
-    }
-  } else {
-    if (flags.Has("postmaster-pid")) return absl::InvalidArgumentError("--postmaster-pid goes with --conninfo");
-    if (flags.Has("bindir") && flags.Has("pg-versions")) {
-      return absl::InvalidArgumentError("--bindir and --pg-versions both name the servers: give one");
-    }
-    if (flags.Has("bindir")) {
-      absl::StatusOr<pgreal::Installation> i = pgreal::InstallationAt(flags.Get("bindir"));
-      if (!i.ok()) return i.status();
-      options.installations.push_back(*i);
-    } else if (flags.Has("pg-versions")) {
-      absl::StatusOr<std::vector<std::string>> versions = flags.GetList("pg-versions");
-      if (!versions.ok()) return versions.status();
-      for (const std::string& v : *versions) {
-        absl::StatusOr<int> major = ParseMajor(v);
-        if (!major.ok()) return major.status();
-        absl::StatusOr<pgreal::Installation> i = pgreal::InstallationOfMajor(*major, pgreal::FetchedPostgresDir());
-        if (!i.ok()) return i.status();
-        options.installations.push_back(*i);
-      }
-    } else {
-      absl::StatusOr<pgreal::Installation> i = pgreal::DefaultInstallation();
-      if (!i.ok()) return i.status();
-      options.installations.push_back(*i);
-    }
-    absl::StatusOr<std::vector<std::string>> sizes =
-        flags.Has("shared-buffers") ? flags.GetList("shared-buffers")
-                                    : absl::StatusOr<std::vector<std::string>>(std::vector<std::string>{"128MB", "8GB"});
-    if (!sizes.ok()) return sizes.status();
-    for (const std::string& text : *sizes) {
-      absl::StatusOr<buffers::SharedBuffers> size = buffers::ParseSharedBuffers(text);
-      if (!size.ok()) return absl::InvalidArgumentError(absl::StrCat("--shared-buffers: ", size.status().message()));
-      for (int64_t seen : options.shared_buffers) {
-        if (seen == static_cast<int64_t>(size->bytes)) {
-          return absl::InvalidArgumentError(absl::StrCat("--shared-buffers: ", Quoted(text), " given twice"));
-        }
-      }
-      options.shared_buffers.push_back(static_cast<int64_t>(size->bytes));
-    }
-    if (geteuid() != 0 && flags.Has("run-as")) {
-      return absl::InvalidArgumentError("--run-as needs root: otherwise the server runs as you");
-    }
-    if (flags.Has("run-as")) options.server.run_as = flags.Get("run-as");
-    absl::StatusOr<bool> tcp = flags.GetBool("tcp");
-    absl::StatusOr<bool> keep = flags.GetBool("keep");
-    if (!tcp.ok()) return tcp.status();
-    if (!keep.ok()) return keep.status();
-    options.server.tcp = *tcp;
-    options.server.keep = *keep;
-    if (flags.Has("set")) {
-      for (absl::string_view item : absl::StrSplit(flags.Get("set"), ',')) {
-        const size_t eq = item.find('=');
-        if (eq == absl::string_view::npos || eq == 0) {
-          return absl::InvalidArgumentError(absl::StrCat("--set: ", Quoted(std::string(item)), " is not NAME=VALUE"));
-        }
-        std::string name(item.substr(0, eq));
-        std::string value(item.substr(eq + 1));
-        if (absl::Status s = pgreal::ValidateOverride(name, value); !s.ok()) return s;
-        options.server.overrides.emplace_back(std::move(name), std::move(value));
-      }
-    }
-  }
-  absl::StatusOr<int64_t> rounds = flags.GetInt("rounds", 1, 1000);
-  absl::StatusOr<double> precision = flags.GetNumber("precision", 0, 100);
-  if (!precision.ok()) return precision.status();
-  options.precision.half_width = *precision / 100;
-  if (flags.Has("max-time")) {
-    absl::StatusOr<int64_t> ms = ParseDurationMs(flags.Get("max-time"));
-    if (!ms.ok()) return absl::InvalidArgumentError(absl::StrCat("--max-time: ", ms.status().message()));
-    options.precision.max_time = absl::Milliseconds(*ms);
-  }
-  absl::StatusOr<int64_t> seed = flags.GetInt("seed", 0, INT64_MAX);
-  if (!seed.ok()) return seed.status();
-  options.seed = static_cast<uint64_t>(*seed);
-  absl::StatusOr<std::vector<int64_t>> clients = flags.GetIntList("clients", 1, 1000);
-  absl::StatusOr<int64_t> warmup = flags.GetInt("warmup", 0, 1'000'000);
-  absl::StatusOr<bool> counters = flags.GetBool("server-counters");
-  for (const absl::Status& s : {rounds.status(), clients.status(), warmup.status(), counters.status()}) {
-    if (!s.ok()) return s;
-  }
-  options.rounds = *rounds;
-  for (int64_t c : *clients) options.clients.push_back(static_cast<int>(c));
-  options.loop.clients = options.clients.front();
-  options.loop.warmup = *warmup;
-  options.server_counters = *counters;
-  // One server serves every --clients entry: room for the most.
-  options.server.max_connections = *std::max_element(options.clients.begin(), options.clients.end()) + 5;
-  if (flags.Has("connections") && flags.Has("duration")) {
-    return absl::InvalidArgumentError("--connections and --duration both end a run: give one");
-  }
-  if (flags.Has("duration")) {
-    absl::StatusOr<int64_t> ms = ParseDurationMs(flags.Get("duration"));
-    if (!ms.ok()) return ms.status();
-    options.loop.duration_ns = *ms * 1'000'000;
-  } else {
-    absl::StatusOr<int64_t> n = flags.Has("connections") ? flags.GetInt("connections", 1, 100'000'000) : 300;
-    if (!n.ok()) return n.status();
-    options.loop.connections = *n;
-  }
-  options.loop.query = flags.Get("query");
-  if (flags.Has("via")) {
-    absl::StatusOr<std::vector<std::string>> vias = flags.GetList("via");
-    if (!vias.ok()) return vias.status();
-    absl::StatusOr<std::vector<pgreal::Via>> parsed = pgreal::ParseVias(*vias);
-    if (!parsed.ok()) return parsed.status();
-    options.via = *parsed;
-  }
-  if (flags.Has("pgbouncer") && options.via.empty()) return absl::InvalidArgumentError("--pgbouncer goes with --via");
-  options.pgbouncer = flags.Get("pgbouncer");
-  absl::StatusOr<std::vector<pgreal::Profiler>> profilers = ProfilersOf(flags);
-  absl::StatusOr<int64_t> frequency = flags.Has("frequency") ? flags.GetInt("frequency", 1, 10'000) : 999;
-  absl::StatusOr<int64_t> top_n = TopN(flags);  // used after the run
-  for (const absl::Status& s : {profilers.status(), frequency.status(), top_n.status()}) {
-    if (!s.ok()) return s;
-  }
-  options.profilers = *profilers;
-  options.profile_options.frequency_hz = static_cast<int>(*frequency);
-  for (const char* flag : {"out", "top", "frequency"}) {
-    if (flags.Has(flag) && options.profilers.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("--", flag, " goes with --profile"));
-    }
-  }
-  return options;
-}
-
-// --explain-phases: the rules of each version named, without a server.
-absl::Status ExplainPhasesOf(const Flags& flags, std::ostream& out) {
-  std::vector<int> majors;
-  if (flags.Has("pg-versions")) {
-    absl::StatusOr<std::vector<std::string>> versions = flags.GetList("pg-versions");
-    if (!versions.ok()) return versions.status();
-    for (const std::string& v : *versions) {
-      absl::StatusOr<int> major = ParseMajor(v);
-      if (!major.ok()) return major.status();
-      majors.push_back(*major);
-    }
-  } else {
-    absl::StatusOr<pgreal::Installation> i =
-        flags.Has("bindir") ? pgreal::InstallationAt(flags.Get("bindir")) : pgreal::DefaultInstallation();
-    if (!i.ok()) return i.status();
-    majors.push_back(i->major);
-  }
-  for (size_t i = 0; i < majors.size(); ++i) {
-    if (i > 0) out << "\n";
-    pgreal::ExplainPhases(out, majors[i]);
-  }
-  return absl::OkStatus();
-}
-
 nlohmann::json SettingsJson(const pgreal::Settings& settings) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [name, value] : settings) j[name] = value;
@@ -348,11 +105,11 @@ std::string PgUsage() {
       "Connect/disconnect loops (like pgbench -C) through libpq against real PostgreSQL servers started\n"
       "by the tool (one per version x shared_buffers, interleaved over rounds), or an existing one:\n"
       "conn/s, connect latency, and the server's CPU, faults, context switches and syscalls per connection.\n\n",
-      FlagsHelp(kFlags));
+      FlagsHelp(PgFlags()));
 }
 
 absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) {
-  absl::StatusOr<Flags> flags = Flags::Parse(args, kFlags);
+  absl::StatusOr<Flags> flags = Flags::Parse(args, PgFlags());
   if (!flags.ok()) return flags.status();
   absl::StatusOr<bool> explain = flags->GetBool("explain-phases");
   if (!explain.ok()) return explain.status();
