@@ -503,8 +503,10 @@ absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
   if (!servers.ok()) return servers.status();
   PgServers& pg = **servers;
   PreciseRun run;
+  bool compared = false;
+  for (size_t i = 0; i < pg.size(); ++i) compared = compared || BaselineOf(pg.targets(), i) != i;
   Precision precision = options.precision;
-  if (pg.size() < 2) precision.half_width = 0;  // one server: no ratio to hold to it
+  if (!compared) precision.half_width = 0;  // no ratio to hold to it
   absl::Status status = RunUntilPrecise(
       "pg", RoundPlan(options.rounds, options.seed), precision, pg.size(),
       [&](size_t i, int64_t) { return pg.Measure(i); },
@@ -515,6 +517,7 @@ absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
   if (!status.ok()) return status;
   if (result.ok()) {
     result->run = run;
+    result->compared = compared;
     result->worst_half_width = WorstHalfWidth(ComputePgStats(result->targets));
   }
   return result;

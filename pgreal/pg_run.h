@@ -39,7 +39,8 @@ struct PgRunOptions {
   std::vector<int> clients;
   // Rounds: at most `rounds`, in orders shuffled under `seed`, ended sooner
   // by `precision` (base/interleaved.h) over every `vs base` ratio; with
-  // one target there is none, and only max_time can end them sooner.
+  // none (one server, at each clients its own baseline) only max_time can
+  // end them sooner.
   uint64_t seed = kDefaultOrderSeed;
   Precision precision;
   // Servers the tool starts: every installation × every shared_buffers.
@@ -125,6 +126,7 @@ struct PgTargetResult {
 struct PgResult {
   std::vector<PgTargetResult> targets;
   PreciseRun run;                 // how the rounds ended
+  bool compared = false;          // some target has a baseline other than itself: there are ratios
   double worst_half_width = 0;   // of every `vs base` ratio at the end (WorstHalfWidth)
   std::string server_figures_note;  // why server-side figures are missing, if they are
 };

@@ -164,9 +164,10 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
          "server: the postmaster and every backend it forked in the run. server CPU, user, sys and faults: the\n"
          "kernel's accounting of the postmaster and its reaped children (CPU in clock ticks), as the mock's;\n"
          "task-clock, ctx sw and syscalls: perf, inherited.\n"
-         "vs base: a pooled row over its server's direct row, a direct row over the first server listed;\n"
+         "vs base: at the same clients, a pooled row over its server's direct row, a direct row over the first\n"
+         "server listed;\n"
       << kRatioLegend << ".\n";
-  if (options->precision.half_width > 0 && result->targets.size() < 2) {
+  if (options->precision.half_width > 0 && !result->compared) {
     out << "precision: one server, no ratio to hold to it: --rounds and --max-time decide.\n";
   } else if (options->precision.half_width > 0) {
     const bool precise = result->worst_half_width <= options->precision.half_width;
