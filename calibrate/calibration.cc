@@ -99,21 +99,11 @@ int64_t RelcacheInitBytes(const std::string& data_dir) {
   return bytes + local;
 }
 
-// What a target measured from round `first` on: the side-by-side's rounds.
-struct RoundsSince {
-  std::vector<ServerUsage> server;
-  std::vector<double> rates;
-};
-RoundsSince Since(const pgreal::PgTargetResult& t, size_t first) {
-  RoundsSince r;
-  if (t.server_rounds.size() > first) r.server.assign(t.server_rounds.begin() + static_cast<std::ptrdiff_t>(first), t.server_rounds.end());
-  if (t.rates.size() > first) r.rates.assign(t.rates.begin() + static_cast<std::ptrdiff_t>(first), t.rates.end());
-  return r;
-}
-
+// A target's figures from round `first` on: the side-by-side's rounds.
 Weighing RealFrom(const pgreal::PgTargetResult& t, size_t first) {
-  const RoundsSince r = Since(t, first);
-  return RealWeighing(r.server, r.rates, t.server_syscall_kinds, t.profiles[0]);
+  const std::span<const ServerUsage> server = std::span(t.server_rounds).subspan(std::min(first, t.server_rounds.size()));
+  const std::vector<double> rates(t.rates.begin() + static_cast<std::ptrdiff_t>(std::min(first, t.rates.size())), t.rates.end());
+  return RealWeighing(server, rates, t.server_syscall_kinds, t.profiles[0]);
 }
 
 // The totals every weighing has, per connection over its rounds.
@@ -170,10 +160,9 @@ Weighing RealWeighing(std::span<const ServerUsage> rounds, const std::vector<dou
   return w;
 }
 
-Weighing MockWeighing(const lifecycle::CycleResult& merged, std::span<const ServerUsage> rounds,
+Weighing MockWeighing(const lifecycle::CycleResult& r, std::span<const ServerUsage> rounds,
                       const std::vector<double>& rates, std::span<const std::string> kinds) {
   using lifecycle::Phase;
-  const lifecycle::CycleResult& r = merged;
   Weighing w;
   WeighTotals(rounds, rates, kinds, w);
   auto phase = [&](Phase p) { return r.backends.phases[static_cast<size_t>(p)].cpu_ns.mean() / 1e3; };
