@@ -518,7 +518,8 @@ absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
   if (result.ok()) {
     result->run = run;
     result->compared = compared;
-    result->worst_half_width = WorstHalfWidth(ComputePgStats(result->targets));
+    result->stats = ComputePgStats(result->targets);
+    result->worst_half_width = WorstHalfWidth(result->stats);
   }
   return result;
 }

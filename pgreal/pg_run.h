@@ -127,6 +127,7 @@ struct PgResult {
   std::vector<PgTargetResult> targets;
   PreciseRun run;                 // how the rounds ended
   bool compared = false;          // some target has a baseline other than itself: there are ratios
+  std::vector<ServerStats> stats;  // RunPg: ComputePgStats of the targets, once the rounds ended
   double worst_half_width = 0;   // of every `vs base` ratio at the end (WorstHalfWidth)
   std::string server_figures_note;  // why server-side figures are missing, if they are
 };

@@ -35,7 +35,7 @@ Cell Counted(double value) { return value < 0 ? Cell{} : Cell{value}; }
 
 // The table: a row per target, its statistics computed beforehand.
 // Ratios short of `precision` (> 0) are marked.
-Report PgTable(const pgreal::PgResult& result, const std::vector<ServerStats>& stats, double precision) {
+Report PgTable(const pgreal::PgResult& result, double precision) {
   Report report({{"server", "server"},
                  {"clients", ""},
                  {"version", ""},
@@ -67,7 +67,7 @@ Report PgTable(const pgreal::PgResult& result, const std::vector<ServerStats>& s
                  {"rounds_connections_per_second", ""}});
   for (size_t i = 0; i < result.targets.size(); ++i) {
     const pgreal::PgTargetResult& t = result.targets[i];
-    const ServerStats& st = stats[i];
+    const ServerStats& st = result.stats[i];
     const Summary connect = t.loop.connect_ns.Summarize(1e-3);
     const int64_t n = t.loop.connections;
     const ServerUsage all = Merged(t.server_rounds);
@@ -154,8 +154,7 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
   }
   out << "\n";
 
-  const std::vector<ServerStats> stats = pgreal::ComputePgStats(result->targets);
-  Report report = PgTable(*result, stats, options->precision.half_width);
+  Report report = PgTable(*result, options->precision.half_width);
   report.PrintText(out);
   out << "per connection; conn/s is the median of the rounds [95 % interval], connect and client CPU over the\n"
          "measured connections, the server's and the pooler's over every connection they served while counted\n"
