@@ -60,7 +60,7 @@ absl::StatusOr<std::unique_ptr<CatCacheSet>> CatCacheSet::Create(BucketStrategy 
 
 absl::StatusOr<std::unique_ptr<CatCacheSet>> CatCacheSet::Create(BucketStrategy strategy,
                                                                  const SyscacheProfile& profile, Options options) {
-  absl::StatusOr<MemoryContext> context = MemoryContext::Create(options.block_malloc);
+  absl::StatusOr<MemoryContext> context = MemoryContext::Create(options.blocks);
   if (!context.ok()) return context.status();
   std::unique_ptr<CatCacheSet> set(new CatCacheSet(*std::move(context)));
   absl::StatusOr<std::unique_ptr<BucketAllocator>> allocator = MakeBucketAllocator(strategy, &set->context_);

@@ -89,7 +89,7 @@ struct CatCacheSetStats {
 class CatCacheSet {
  public:
   struct Options {
-    BlockMallocFn block_malloc = nullptr;  // the context's malloc; tests inject failures
+    BlockSource blocks = FreshMappedBlocks();  // the context's blocks; tests inject failures
   };
 
   // InitCatCache for every cache of `profile`: the backend-start phase.

@@ -2,6 +2,8 @@
 // chunks in blocks of their own.
 #include "catcache/memory_context.h"
 
+#include <sys/mman.h>
+
 #include <bit>
 #include <cstdlib>
 #include <cstring>
@@ -16,7 +18,7 @@ namespace backendlab::catcache {
 struct alignas(kMaxAlign) MemoryContext::Block {
   Block* prev;
   Block* next;
-  size_t size;      // bytes obtained from malloc, this header included
+  size_t size;      // bytes obtained from the source, this header included
   char* free_ptr;   // first byte never carved into a chunk
   char* end;        // one past the block
   char* Data() { return reinterpret_cast<char*>(this) + sizeof(Block); }
@@ -58,11 +60,23 @@ size_t ClassSize(int size_class) { return kMinChunk << size_class; }
 
 void*& FreeLink(ChunkHeader* h) { return *static_cast<void**>(PayloadOf(h)); }
 
+void* MapBlock(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+void UnmapBlock(void* block, size_t bytes) { BACKENDLAB_CHECK(munmap(block, bytes) == 0); }
+void* MallocBlock(size_t bytes) { return std::malloc(bytes); }
+void FreeBlock(void* block, size_t) { std::free(block); }
+
 }  // namespace
 
-absl::StatusOr<MemoryContext> MemoryContext::Create(BlockMallocFn block_malloc) {
+BlockSource FreshMappedBlocks() { return {&MapBlock, &UnmapBlock}; }
+BlockSource MallocBlocks() { return {&MallocBlock, &FreeBlock}; }
+
+absl::StatusOr<MemoryContext> MemoryContext::Create(BlockSource blocks) {
+  BACKENDLAB_CHECK(blocks.allocate != nullptr && blocks.release != nullptr);
   MemoryContext context;
-  context.block_malloc_ = block_malloc != nullptr ? block_malloc : &std::malloc;
+  context.source_ = blocks;
   absl::StatusOr<Block*> keeper = context.NewBlock(kInitBlockSize);
   if (!keeper.ok()) return keeper.status();
   context.keeper_ = *keeper;
@@ -74,7 +88,7 @@ MemoryContext::MemoryContext(MemoryContext&& other) noexcept { *this = std::move
 MemoryContext& MemoryContext::operator=(MemoryContext&& other) noexcept {
   if (this == &other) return *this;
   Delete();
-  block_malloc_ = other.block_malloc_;
+  source_ = other.source_;
   blocks_ = std::exchange(other.blocks_, nullptr);
   keeper_ = std::exchange(other.keeper_, nullptr);
   next_block_size_ = other.next_block_size_;
@@ -87,9 +101,9 @@ MemoryContext& MemoryContext::operator=(MemoryContext&& other) noexcept {
 // Links a new block of `size` bytes at the head of the list: it becomes the
 // block that small chunks are carved from.
 absl::StatusOr<Block*> MemoryContext::NewBlock(size_t size) {
-  void* memory = block_malloc_(size);
+  void* memory = source_.allocate(size);
   if (memory == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat("out of memory: malloc of a ", size, "-byte block failed"));
+    return absl::ResourceExhaustedError(absl::StrCat("out of memory: a ", size, "-byte block could not be allocated"));
   }
   Block* block = static_cast<Block*>(memory);
   block->prev = nullptr;
@@ -133,10 +147,10 @@ absl::StatusOr<void*> MemoryContext::Alloc(size_t size) {
     // block being carved stays at the head.
     const size_t chunk_size = (size + kMaxAlign - 1) & ~(kMaxAlign - 1);
     const size_t block_size = sizeof(Block) + sizeof(ChunkHeader) + chunk_size;
-    void* memory = block_malloc_(block_size);
+    void* memory = source_.allocate(block_size);
     if (memory == nullptr) {
       return absl::ResourceExhaustedError(
-          absl::StrCat("out of memory: malloc of a ", block_size, "-byte block for a large chunk failed"));
+          absl::StrCat("out of memory: a ", block_size, "-byte block for a large chunk could not be allocated"));
     }
     Block* block = static_cast<Block*>(memory);
     block->size = block_size;
@@ -208,7 +222,7 @@ void MemoryContext::Free(void* p) {
     BACKENDLAB_CHECK(block != blocks_);  // a large chunk's block is never the head
     block->prev->next = block->next;
     if (block->next != nullptr) block->next->prev = block->prev;
-    std::free(block);
+    source_.release(block, block->size);
     return;
   }
   h->magic = kFreeMagic;
@@ -221,7 +235,7 @@ void MemoryContext::Reset() {
   if (keeper_ == nullptr) return;
   for (Block* b = blocks_; b != nullptr;) {
     Block* next = b->next;
-    if (b != keeper_) std::free(b);
+    if (b != keeper_) source_.release(b, b->size);
     b = next;
   }
   blocks_ = keeper_;
@@ -235,7 +249,7 @@ void MemoryContext::Reset() {
 void MemoryContext::Delete() {
   for (Block* b = blocks_; b != nullptr;) {
     Block* next = b->next;
-    std::free(b);
+    source_.release(b, b->size);
     b = next;
   }
   blocks_ = keeper_ = nullptr;

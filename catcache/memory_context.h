@@ -1,5 +1,5 @@
 // A memory context modelled on PostgreSQL's AllocSet: palloc/palloc0/pfree out
-// of growing malloc'd blocks, reset and delete. A backend's CacheMemoryContext.
+// of growing blocks, reset and delete. A backend's CacheMemoryContext.
 #ifndef BACKENDLAB_CATCACHE_MEMORY_CONTEXT_H_
 #define BACKENDLAB_CATCACHE_MEMORY_CONTEXT_H_
 
@@ -18,7 +18,7 @@ inline constexpr size_t kMaxAlign = 16;
 // MaxAllocSize (1 GB - 1): "invalid memory alloc request size".
 inline constexpr size_t kMaxAllocSize = (size_t{1} << 30) - 1;
 // Chunks up to this size come from power-of-two free lists inside blocks;
-// larger ones get a block of their own, given back to malloc at pfree
+// larger ones get a block of their own, given back at pfree
 // (AllocSet's allocChunkLimit with the default block sizes).
 inline constexpr size_t kChunkLimit = 8192;
 // Smallest chunk: one free-list link fits, and sizes stay multiples of kMaxAlign.
@@ -30,7 +30,7 @@ inline constexpr size_t kMaxBlockSize = 8 * 1024 * 1024;
 
 struct MemoryContextStats {
   int64_t blocks = 0;              // blocks held, the keeper and large-chunk blocks included
-  size_t held_bytes = 0;           // sum of block sizes: what malloc gave us
+  size_t held_bytes = 0;           // sum of block sizes: what the source gave us
   size_t requested_bytes = 0;      // sum of the sizes asked for by live chunks
   size_t live_chunk_bytes = 0;     // live chunks, headers included
   size_t free_chunk_bytes = 0;     // chunks on the free lists, headers included
@@ -41,23 +41,29 @@ struct MemoryContextStats {
   // Invariant: held_bytes == live_chunk_bytes + free_chunk_bytes + unused_bytes + block_header_bytes.
 };
 
-// Where blocks come from. std::malloc by default; a test passes one that
-// fails to check that allocation failure is an error value.
-using BlockMallocFn = void* (*)(size_t);
+// Where a context's blocks come from and go back to.
+struct BlockSource {
+  void* (*allocate)(size_t bytes);             // null when out of memory
+  void (*release)(void* block, size_t bytes);  // `bytes` as allocated
+};
+
+// The default: each block an anonymous mapping of its own, unmapped when the
+// block goes back. Its pages are the kernel's zero pages until written, as a
+// young backend's heap grows into pages it never touched, whatever this
+// process (a postmaster, the tool, a test before) allocated and freed before:
+// a context's page faults are the pages it writes, in every run.
+BlockSource FreshMappedBlocks();
+// std::malloc and std::free: a block may be heap memory that is already
+// resident, so its faults depend on the process's history. For tests that
+// inject a failing malloc.
+BlockSource MallocBlocks();
 
 // Not thread-safe, like a PostgreSQL memory context: one backend, one thread.
 // Movable (chunks do not point back at the context), not copyable.
-//
-// Every block is one malloc. Under UseFreshMappingsForLargeAllocations()
-// (base/fresh_allocations.h), which the backendlab CLI and the benchmarks
-// call, glibc serves a block (8 kB and up) from free heap memory if it has a
-// piece that fits, and otherwise from a fresh anonymous mapping whose pages
-// the kernel zero-fills on first touch and takes back at free: most of a
-// backend's blocks are fresh, a few reuse resident heap pages (README.md).
 class MemoryContext {
  public:
-  // Allocates the keeper block. ResourceExhausted if malloc fails.
-  static absl::StatusOr<MemoryContext> Create(BlockMallocFn block_malloc = nullptr);
+  // Allocates the keeper block. ResourceExhausted if the source fails.
+  static absl::StatusOr<MemoryContext> Create(BlockSource blocks = FreshMappedBlocks());
 
   MemoryContext(MemoryContext&& other) noexcept;
   MemoryContext& operator=(MemoryContext&& other) noexcept;
@@ -66,18 +72,18 @@ class MemoryContext {
   ~MemoryContext() { Delete(); }
 
   // palloc: kMaxAlign-aligned, contents undefined. InvalidArgument above
-  // kMaxAllocSize, ResourceExhausted when malloc fails. A size of 0 is valid.
+  // kMaxAllocSize, ResourceExhausted when the source fails. A size of 0 is valid.
   absl::StatusOr<void*> Alloc(size_t size);
   // palloc0: Alloc, then memset of the requested size (counted in zeroed_bytes).
   absl::StatusOr<void*> AllocZero(size_t size);
   // pfree: a small chunk goes to its free list for reuse, a large chunk's
-  // block goes back to malloc. `p` must come from this context (checked in
+  // block goes back to the source. `p` must come from this context (checked in
   // assert-enabled builds).
   void Free(void* p);
   // Frees every chunk: large blocks and all blocks but the keeper go back to
-  // malloc; the keeper is emptied and kept (AllocSetReset).
+  // the source; the keeper is emptied and kept (AllocSetReset).
   void Reset();
-  // Gives every block, the keeper included, back to malloc. The context is
+  // Gives every block, the keeper included, back to the source. The context is
   // unusable afterwards except for Stats() and destruction.
   void Delete();
 
@@ -95,7 +101,7 @@ class MemoryContext {
   bool Owns(const void* p) const;
 
   static constexpr int kFreeLists = 10;  // 16, 32, ..., 8192
-  BlockMallocFn block_malloc_ = nullptr;
+  BlockSource source_{};
   Block* blocks_ = nullptr;  // doubly linked; the head is the block being carved
   Block* keeper_ = nullptr;
   size_t next_block_size_ = kInitBlockSize;

@@ -140,7 +140,7 @@ absl::Status RunCatcacheCommand(std::span<const std::string> args, std::ostream&
       j["palloc0_fault_share"] = p.fault_share;
       zero_text += absl::StrFormat(
           "    palloc0 init (%s) %.1f us with %.0f faults: memset %.1f%%, page faults ~%.0f%%, the rest "
-          "(headers, bookkeeping, malloc) ~%.0f%%\n",
+          "(headers, bookkeeping, block mappings) ~%.0f%%\n",
           process, p.init_us, p.init_minor_faults, 100 * p.memset_share, 100 * p.fault_share,
           100 * std::max(0.0, 1 - p.memset_share - p.fault_share));
     }

@@ -271,7 +271,7 @@ TEST(CatCacheFailureTest, OutOfMemoryAtInitOrSearchIsAnErrorValue) {
   for (BucketStrategy strategy : kAllBucketStrategies) {
     testing_malloc::g_budget = 0;
     CatCacheSet::Options options;
-    options.block_malloc = &testing_malloc::FailingMalloc;
+    options.blocks = testing_malloc::FailingBlocks();
     absl::StatusOr<std::unique_ptr<CatCacheSet>> none = CatCacheSet::Create(strategy, Pg90(), options);
     ASSERT_FALSE(none.ok());
     EXPECT_EQ(none.status().code(), absl::StatusCode::kResourceExhausted);

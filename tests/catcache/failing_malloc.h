@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdlib>
 
+#include "catcache/memory_context.h"
+
 namespace backendlab::catcache::testing_malloc {
 
 // How many more calls of FailingMalloc succeed; after that it returns null.
@@ -16,6 +18,11 @@ inline void* FailingMalloc(size_t size) {
   --g_budget;
   return std::malloc(size);
 }
+
+inline void FreeBlock(void* block, size_t) { std::free(block); }
+
+// A memory context's blocks from FailingMalloc.
+inline BlockSource FailingBlocks() { return {&FailingMalloc, &FreeBlock}; }
 
 }  // namespace backendlab::catcache::testing_malloc
 

@@ -169,12 +169,12 @@ TEST(MemoryContextTest, RequestAboveMaxAllocSizeIsAnError) {
 
 TEST(MemoryContextTest, MallocFailureIsAnErrorValue) {
   testing_malloc::g_budget = 0;
-  absl::StatusOr<MemoryContext> none = MemoryContext::Create(&testing_malloc::FailingMalloc);
+  absl::StatusOr<MemoryContext> none = MemoryContext::Create(testing_malloc::FailingBlocks());
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().code(), absl::StatusCode::kResourceExhausted);
 
   testing_malloc::g_budget = 1;  // the keeper only
-  absl::StatusOr<MemoryContext> c = MemoryContext::Create(&testing_malloc::FailingMalloc);
+  absl::StatusOr<MemoryContext> c = MemoryContext::Create(testing_malloc::FailingBlocks());
   ASSERT_TRUE(c.ok());
   absl::StatusOr<void*> large = c->Alloc(100000);
   ASSERT_FALSE(large.ok());
