@@ -40,7 +40,7 @@ constexpr FlagSpec kFlags[] = {
     {"catcaches", "palloc0", "catcache bucket strategies"},
     {"syscaches", "pg17", "syscache profiles: pg90, pg17"},
     {"mode", "fork", "fork or inproc"},
-    {"clients", "1", "concurrent clients"},
+    {"clients", "1", "connections in flight at once; a list (1,4) measures every configuration at each, conn/s at one client and at saturation (>= 2 x cores)"},
     {"connections", "10", "measured connections per configuration and round"},
     {"rounds", "1000", "at most this many interleaved rounds"},
     {"precision", "2", "percent: rounds go on until every cost and rate ratio's 95 % interval is within +-this of it (0: every round runs)"},
@@ -69,7 +69,8 @@ LineChart CostChart(const CompareMatrix& matrix, const CompareStats& stats, std:
                   {}};
   const std::vector<buffers::SharedBuffers>& sizes = matrix.sizes;
   for (const buffers::SharedBuffers& s : sizes) chart.x_positions.push_back(buffers::FormatSize(s.bytes));
-  auto add = [&](const std::string& label, uint64_t bytes, const RowStats& r) {
+  auto add = [&](std::string label, uint64_t bytes, int clients, const RowStats& r) {
+    if (matrix.clients.size() > 1) absl::StrAppend(&label, ", ", clients, clients == 1 ? " client" : " clients");
     auto series = std::find_if(chart.series.begin(), chart.series.end(), [&](const ChartSeries& s) { return s.name == label; });
     if (series == chart.series.end()) series = chart.series.insert(series, {label, std::vector<std::optional<double>>(sizes.size())});
     const size_t x = static_cast<size_t>(
@@ -78,9 +79,12 @@ LineChart CostChart(const CompareMatrix& matrix, const CompareStats& stats, std:
     if (r.has_cpu && x < sizes.size()) series->values[x] = r.cpu_us.value;
   };
   for (size_t i = 0; i < matrix.configs.size(); ++i) {
-    add(matrix.configs[i].label, matrix.configs[i].options.backend.shared_buffers.bytes, stats.mock[i]);
+    add(matrix.configs[i].label, matrix.configs[i].options.backend.shared_buffers.bytes, matrix.configs[i].options.clients,
+        stats.mock[i]);
   }
-  for (size_t i = 0; i < pg.size(); ++i) add(PgConfigLabel(pg[i]), static_cast<uint64_t>(pg[i].shared_buffers_bytes), stats.pg[i]);
+  for (size_t i = 0; i < pg.size(); ++i) {
+    add(PgConfigLabel(pg[i]), static_cast<uint64_t>(pg[i].shared_buffers_bytes), pg[i].clients, stats.pg[i]);
+  }
   return chart;
 }
 
@@ -113,12 +117,11 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   if (!seed.ok()) return seed.status();
   absl::StatusOr<bool> aa = flags->GetBool("aa");
   if (!aa.ok()) return aa.status();
-  // The shared flags (mode, clients, work, warm-up) through the cycle parser;
-  // the matrix's values are set per configuration.
+  // The shared flags (mode, work, warm-up) through the cycle parser; the
+  // matrix's values are set per configuration.
   absl::StatusOr<lifecycle::CycleOptions> base = CycleOptionsFromFlags(*flags, /*with_configuration=*/false);
   if (!base.ok()) return base.status();
   base->connections = *per_round;
-  if (base->clients > base->connections) return absl::InvalidArgumentError("--clients is more than the connections of one round");
   base->baseline_forks = 3;  // before and after each round: the fork floor, over every round (each takes ~1 ms)
   absl::StatusOr<CompareMatrix> matrix = BuildCompareMatrix(*flags, *base, *aa);
   if (!matrix.ok()) return matrix.status();
@@ -131,8 +134,9 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
     if (!installation.ok()) return installation.status();
     pg_options.installations.push_back(*installation);
     for (const buffers::SharedBuffers& size : matrix->sizes) pg_options.shared_buffers.push_back(static_cast<int64_t>(size.bytes));
-    pg_options.server.max_connections = base->clients + 5;
-    pg_options.loop.clients = base->clients;
+    pg_options.clients = matrix->clients;
+    pg_options.server.max_connections = *std::max_element(matrix->clients.begin(), matrix->clients.end()) + 5;
+    pg_options.loop.clients = matrix->clients.front();
     pg_options.loop.connections = base->connections;
     pg_options.loop.warmup = base->warmup;
     pg_options.rounds = *rounds;
@@ -168,16 +172,22 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
     for (size_t i = 0; i < pg_count; ++i) t.push_back(pg->target(i));
     return t;
   };
-  // Rows are only ever divided by rows at the same shared_buffers: one block
-  // per size in each round, the real server at that size in it too.
+  // Rows are only ever divided by rows at the same shared_buffers and
+  // clients: one block per pair in each round, the real server at them in it
+  // too.
   std::vector<size_t> groups;
-  auto size_index = [&](uint64_t bytes) {
-    return static_cast<size_t>(std::find_if(matrix->sizes.begin(), matrix->sizes.end(),
-                                            [&](const buffers::SharedBuffers& s) { return s.bytes == bytes; }) -
-                               matrix->sizes.begin());
+  auto block_of = [&](uint64_t bytes, int clients) {
+    const size_t size = static_cast<size_t>(std::find_if(matrix->sizes.begin(), matrix->sizes.end(),
+                                                         [&](const buffers::SharedBuffers& s) { return s.bytes == bytes; }) -
+                                            matrix->sizes.begin());
+    const size_t n = static_cast<size_t>(std::find(matrix->clients.begin(), matrix->clients.end(), clients) -
+                                         matrix->clients.begin());
+    return size * matrix->clients.size() + n;
   };
-  for (const CompareConfig& c : configs) groups.push_back(size_index(c.options.backend.shared_buffers.bytes));
-  for (size_t i = 0; i < pg_count; ++i) groups.push_back(size_index(static_cast<uint64_t>(pg->target(i).shared_buffers_bytes)));
+  for (const CompareConfig& c : configs) groups.push_back(block_of(c.options.backend.shared_buffers.bytes, c.options.clients));
+  for (size_t i = 0; i < pg_count; ++i) {
+    groups.push_back(block_of(static_cast<uint64_t>(pg->target(i).shared_buffers_bytes), pg->target(i).clients));
+  }
   PreciseRun run;
   absl::Status measured = RunUntilPrecise(
       "compare", RoundPlan(*rounds, static_cast<uint64_t>(*seed), groups), Precision{precision, max_time},
@@ -225,6 +235,7 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   header["aa"] = *aa;
   if (*aa) header["aa_failures"] = stats.aa_failures;
   header["shared"] = ConfigJson(*base);
+  header["shared"]["clients"] = matrix->clients;
   if (!pg_targets.empty()) {
     header["pg"] = {{"version", pg_targets[0].installation.version},
                     {"build", pg_targets[0].installation.build},
@@ -236,20 +247,22 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
     header["pg"]["settings"] = settings;
   }
   report.SetHeader(header);
-  out << absl::StrFormat("backendlab compare: %d configurations x %d interleaved rounds (a block per shared_buffers, orders shuffled, seed %d), "
+  const bool one_clients = matrix->clients.size() == 1;
+  out << absl::StrFormat("backendlab compare: %d configurations x %d interleaved rounds (a block per shared_buffers%s, orders shuffled, seed %d), "
                          "%d connections each per round, %.0f s\n",
-                         configs.size() + pg_targets.size(), stats.rounds, *seed, base->connections,
-                         absl::ToDoubleSeconds(elapsed));
+                         configs.size() + pg_targets.size(), stats.rounds, one_clients ? "" : " and clients", *seed,
+                         base->connections, absl::ToDoubleSeconds(elapsed));
   out << "every configuration: " << ConfigLine(*base, /*with_configuration=*/false) << "\n";
   out << MachineLine(header) << "\n\n";
   report.PrintText(out);
   out << "\nCPU us/conn: the whole server's CPU (postmaster and backends, user and kernel) per connection;\n"
-         "conn/s at --clients="
-      << base->clients
+      << (one_clients ? absl::StrCat("conn/s with ", matrix->clients[0], matrix->clients[0] == 1 ? " client" : " clients",
+                                     " in flight")
+                      : std::string("conn/s with the row's clients in flight (1: one at a time; >= 2 x cores: saturation)"))
       << ". Both: median over rounds, +-half its 95 % interval.\n"
          "vs base: the ratio to the baseline, "
-      << matrix->baseline_label
-      << ", at the same shared_buffers, paired within each round and\n"
+      << matrix->baseline_label << (one_clients ? ", at the same shared_buffers" : ", at the same shared_buffers and clients")
+      << ", paired within each round and\n"
          "summarised over rounds (geometric mean, 95 % t interval on the log ratios), then a verdict:\n"
          "faster or slower where the interval excludes 1, ~ where it covers 1 (no difference this run\n"
          "can resolve). x floor: conn/s over the bare fork+exit+wait rate measured in the same runs;\n"
@@ -287,8 +300,7 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   }
   for (const CompareConfig& c : configs) {
     if (!c.failure.empty()) {
-      return absl::AbortedError(absl::StrCat(c.label, " at ", buffers::FormatSize(c.options.backend.shared_buffers.bytes),
-                                             ": ", c.failure));
+      return absl::AbortedError(absl::StrCat(RowName(*matrix, c), ": ", c.failure));
     }
   }
   return absl::OkStatus();

@@ -88,28 +88,49 @@ absl::StatusOr<CompareMatrix> BuildCompareMatrix(const Flags& flags, const lifec
   if (!catcaches.ok()) return catcaches.status();
   auto syscaches = ParseList<std::string>(flags, "syscaches", ParseSyscacheName, [](const std::string& v) { return v; });
   if (!syscaches.ok()) return syscaches.status();
+  absl::StatusOr<std::vector<int64_t>> clients = flags.GetIntList("clients", 1, kMaxClients);
+  if (!clients.ok()) return clients.status();
   m.sizes = *sizes;
+  for (int64_t n : *clients) m.clients.push_back(static_cast<int>(n));
+  {
+    lifecycle::CycleOptions most = base;
+    most.clients = *std::max_element(m.clients.begin(), m.clients.end());
+    if (most.connections > 0 && most.clients > most.connections) {
+      return absl::InvalidArgumentError(absl::StrCat("--clients=", most.clients, " is more than the ", most.connections,
+                                                     " connections of one round (--connections)"));
+    }
+    if (absl::Status s = lifecycle::ValidateCycleOptions(most); !s.ok()) return s;
+  }
 
-  for (const buffers::SharedBuffers& size : *sizes) {
-    for (buffers::Layout layout : *layouts) {
-      for (buffers::ExitCheckPolicy policy : *policies) {
-        for (catcache::BucketStrategy strategy : *catcaches) {
-          for (const std::string& syscache : *syscaches) {
-            CompareConfig c;
-            c.options = base;
-            lifecycle::BackendConfig& b = c.options.backend;
-            b.layout = layout;
-            b.exit_check = policy;
-            b.shared_buffers = size;
-            b.catcache = strategy;
-            b.syscache = syscache;
-            c.names = {std::string(buffers::LayoutName(layout)), std::string(buffers::ExitCheckPolicyName(policy)),
-                       std::string(catcache::BucketStrategyName(strategy)), syscache};
-            c.label = absl::StrCat(c.names[0], "/", c.names[1], catcaches->size() > 1 ? "/" + c.names[2] : "",
-                                   syscaches->size() > 1 ? "/" + c.names[3] : "");
-            m.configs.push_back(std::move(c));
-          }
+  // The named configurations, then a copy of them per shared_buffers and clients.
+  std::vector<CompareConfig> named;
+  for (buffers::Layout layout : *layouts) {
+    for (buffers::ExitCheckPolicy policy : *policies) {
+      for (catcache::BucketStrategy strategy : *catcaches) {
+        for (const std::string& syscache : *syscaches) {
+          CompareConfig c;
+          c.options = base;
+          lifecycle::BackendConfig& b = c.options.backend;
+          b.layout = layout;
+          b.exit_check = policy;
+          b.catcache = strategy;
+          b.syscache = syscache;
+          c.names = {std::string(buffers::LayoutName(layout)), std::string(buffers::ExitCheckPolicyName(policy)),
+                     std::string(catcache::BucketStrategyName(strategy)), syscache};
+          c.label = absl::StrCat(c.names[0], "/", c.names[1], catcaches->size() > 1 ? "/" + c.names[2] : "",
+                                 syscaches->size() > 1 ? "/" + c.names[3] : "");
+          named.push_back(std::move(c));
         }
+      }
+    }
+  }
+  for (const buffers::SharedBuffers& size : *sizes) {
+    for (int n : m.clients) {
+      for (const CompareConfig& proto : named) {
+        CompareConfig c = proto;
+        c.options.backend.shared_buffers = size;
+        c.options.clients = n;
+        m.configs.push_back(std::move(c));
       }
     }
   }
@@ -150,14 +171,20 @@ const CompareConfig* BaselineOf(const CompareMatrix& matrix, const CompareConfig
   std::copy(matrix.baseline.begin(), matrix.baseline.end(), names.begin());
   for (const CompareConfig& b : matrix.configs) {
     if (b.aa) continue;
-    if (b.options.backend.shared_buffers.bytes == config.options.backend.shared_buffers.bytes && Matches(b, names)) return &b;
+    if (b.options.backend.shared_buffers.bytes == config.options.backend.shared_buffers.bytes &&
+        b.options.clients == config.options.clients && Matches(b, names)) {
+      return &b;
+    }
   }
   return nullptr;
 }
 
 const CompareConfig* BaselineOfPg(const CompareMatrix& matrix, const pgreal::PgTargetResult& target) {
   for (const CompareConfig& c : matrix.configs) {
-    if (c.aa || static_cast<int64_t>(c.options.backend.shared_buffers.bytes) != target.shared_buffers_bytes) continue;
+    if (c.aa || static_cast<int64_t>(c.options.backend.shared_buffers.bytes) != target.shared_buffers_bytes ||
+        c.options.clients != target.clients) {
+      continue;
+    }
     if (std::equal(matrix.baseline.begin(), matrix.baseline.end(), c.names.begin())) return &c;
   }
   return nullptr;
@@ -226,7 +253,7 @@ CompareStats ComputeCompareStats(const CompareMatrix& matrix, std::span<const pg
     if (c.aa) {
       const bool differs = (r.cpu_vs_baseline && r.cpu_vs_baseline->verdict != Verdict::kSame) ||
                            (r.rate_vs_baseline && r.rate_vs_baseline->verdict != Verdict::kSame);
-      if (differs) stats.aa_failures.push_back(absl::StrCat(c.label, " at ", buffers::FormatSize(c.options.backend.shared_buffers.bytes)));
+      if (differs) stats.aa_failures.push_back(RowName(matrix, c));
     }
     stats.mock.push_back(std::move(r));
   }
@@ -241,7 +268,8 @@ CompareStats ComputeCompareStats(const CompareMatrix& matrix, std::span<const pg
 
 namespace {
 
-std::vector<Column> CompareColumns() {
+// The clients column is in the text where the run had more than one.
+std::vector<Column> CompareColumns(bool clients_in_text) {
   return {{"config", "config"},
           {"layout", ""},
           {"exit_check", ""},
@@ -250,6 +278,7 @@ std::vector<Column> CompareColumns() {
           {"aa", ""},
           {"shared_buffers", "shared_buffers"},
           {"shared_buffers_bytes", ""},
+          {"clients", clients_in_text ? "clients" : ""},
           {"cpu_us_per_connection", "CPU us/conn", 0, ColumnKind::kMedian},
           {"cpu_us_per_connection_vs_baseline", "CPU vs base", 2, ColumnKind::kRatio},
           {"connections_per_second", "conn/s", 0, ColumnKind::kMedian},
@@ -275,14 +304,16 @@ Cell RatioCell(const std::optional<Estimate>& e, bool is_baseline) {
   return std::monostate{};
 }
 
-// The cells every row starts with: names, A/A, size, cost and rate with
-// their ratios.
-std::vector<Cell> LeadingCells(const std::array<std::string, 5>& names, bool aa, uint64_t bytes, const RowStats& r) {
+// The cells every row starts with: names, A/A, size, clients, cost and
+// rate with their ratios.
+std::vector<Cell> LeadingCells(const std::array<std::string, 5>& names, bool aa, uint64_t bytes, int clients,
+                               const RowStats& r) {
   std::vector<Cell> row;
   for (const std::string& text : names) row.emplace_back(std::in_place_type<std::string>, text);
   row.push_back(Boolean{aa});
   row.emplace_back(std::in_place_type<std::string>, buffers::FormatSize(bytes));
   row.push_back(static_cast<int64_t>(bytes));
+  row.push_back(static_cast<int64_t>(clients));
   row.push_back(r.has_cpu ? Cell(r.cpu_us) : Cell(std::monostate{}));
   row.push_back(r.has_cpu ? RatioCell(r.cpu_vs_baseline, r.is_baseline) : Cell(std::monostate{}));
   row.push_back(r.rate);
@@ -293,7 +324,7 @@ std::vector<Cell> LeadingCells(const std::array<std::string, 5>& names, bool aa,
 }  // namespace
 
 Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std::span<const pgreal::PgTargetResult> targets) {
-  const std::vector<Column> columns = CompareColumns();
+  const std::vector<Column> columns = CompareColumns(matrix.clients.size() > 1);
   Report report(columns);
   for (size_t i = 0; i < matrix.configs.size(); ++i) {
     const CompareConfig& c = matrix.configs[i];
@@ -301,7 +332,7 @@ Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std
     const lifecycle::CycleSummary s = lifecycle::Summarize(c.merged);
     const lifecycle::PhaseStats& exit = s.phases[static_cast<int>(lifecycle::Phase::kExitCheck)];
     std::vector<Cell> row = LeadingCells({c.label, c.names[0], c.names[1], c.names[2], c.names[3]}, c.aa,
-                                         c.options.backend.shared_buffers.bytes, r);
+                                         c.options.backend.shared_buffers.bytes, c.options.clients, r);
     row.push_back(s.baseline_forks_per_second > 0 ? Cell(r.rate.value / s.baseline_forks_per_second) : Cell(std::monostate{}));
     row.push_back(exit.wall_us.median);
     row.push_back(exit.minor_faults);
@@ -329,7 +360,7 @@ Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std
     const pgreal::PgTargetResult& t = targets[i];
     const CompareConfig* baseline = BaselineOfPg(matrix, t);
     std::vector<Cell> row = LeadingCells({PgConfigLabel(t), "", "", "", ""}, false,
-                                         static_cast<uint64_t>(t.shared_buffers_bytes), stats.pg[i]);
+                                         static_cast<uint64_t>(t.shared_buffers_bytes), t.clients, stats.pg[i]);
     const double floor = baseline != nullptr ? lifecycle::Summarize(baseline->merged).baseline_forks_per_second : 0;
     row.push_back(floor > 0 ? Cell(stats.pg[i].rate.value / floor) : Cell(std::monostate{}));
     // A real backend's phases are `pg --profile`'s: the exit columns stay empty.
@@ -340,6 +371,12 @@ Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std
     report.AddRow(std::move(row));
   }
   return report;
+}
+
+std::string RowName(const CompareMatrix& matrix, const CompareConfig& c) {
+  std::string name = absl::StrCat(c.label, " at ", buffers::FormatSize(c.options.backend.shared_buffers.bytes));
+  if (matrix.clients.size() > 1) absl::StrAppend(&name, ", ", c.options.clients, c.options.clients == 1 ? " client" : " clients");
+  return name;
 }
 
 std::string PgConfigLabel(const pgreal::PgTargetResult& target) {

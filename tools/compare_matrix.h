@@ -22,7 +22,8 @@
 namespace backendlab::tools {
 
 // The dimensions a configuration is named by, in label order: layout,
-// exit-check, catcache, syscache (shared_buffers is the chart's x axis).
+// exit-check, catcache, syscache (shared_buffers is the chart's x axis, and
+// clients a column of its own).
 inline constexpr size_t kNamedDimensions = 4;
 
 struct CompareConfig {
@@ -40,8 +41,9 @@ struct CompareConfig {
 };
 
 struct CompareMatrix {
-  std::vector<CompareConfig> configs;           // shared_buffers-major, then layouts, exit-checks, catcaches, syscaches
+  std::vector<CompareConfig> configs;           // shared_buffers-major, then clients, layouts, exit-checks, catcaches, syscaches
   std::vector<buffers::SharedBuffers> sizes;    // as listed
+  std::vector<int> clients;                     // as listed: conn/s at one client and at saturation
   std::vector<std::string> baseline;            // 2 to 4 names: layout, exit-check[, catcache[, syscache]]
   std::string baseline_label;
 };
@@ -49,16 +51,18 @@ struct CompareMatrix {
 // One round's run of configuration `c` added to its rounds.
 void AddRound(CompareConfig& c, const lifecycle::CycleResult& round);
 
-// From --layouts, --exit-checks, --shared-buffers, --catcaches, --syscaches
-// and --baseline, every configuration starting from `base`. Usage errors
-// (InvalidArgument): an unknown or repeated entry, a baseline that does not
-// name a layout/exit-check[/catcache[/syscache]], or one not in the matrix.
+// From --layouts, --exit-checks, --shared-buffers, --clients, --catcaches,
+// --syscaches and --baseline, every configuration starting from `base`.
+// Usage errors (InvalidArgument): an unknown or repeated entry, more clients
+// than `base`'s connections of a round or than the open-file limit allows, a
+// baseline that does not name a layout/exit-check[/catcache[/syscache]], or
+// one not in the matrix.
 // With `aa`, a second copy of the baseline configuration at every
 // shared_buffers, right after it, marked `aa` and labelled "<baseline>#2".
 absl::StatusOr<CompareMatrix> BuildCompareMatrix(const Flags& flags, const lifecycle::CycleOptions& base, bool aa = false);
 
 // The baseline of `config`: the configuration at the same shared_buffers
-// whose names are the baseline's, and `config`'s own where the baseline
+// and clients whose names are the baseline's, and `config`'s own where the baseline
 // does not name one (never the A/A copy). Null if there is none.
 const CompareConfig* BaselineOf(const CompareMatrix& matrix, const CompareConfig& config);
 
@@ -67,7 +71,7 @@ const CompareConfig* BaselineOf(const CompareMatrix& matrix, const CompareConfig
 // itself, which is 1 by definition).
 struct RowStats {
   Estimate cpu_us;  // the whole server's CPU per connection: the cost
-  Estimate rate;    // conn/s at the run's --clients
+  Estimate rate;    // conn/s at the row's clients
   std::optional<Estimate> cpu_vs_baseline;   // lower is faster
   std::optional<Estimate> rate_vs_baseline;  // higher is faster
   std::optional<Estimate> exit_vs_baseline;  // the exit check's wall time; lower is faster
@@ -101,12 +105,16 @@ CompareStats ComputeCompareStats(const CompareMatrix& matrix, std::span<const pg
 // floor, and the exit check's figures. Formats `stats`; computes nothing.
 Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std::span<const pgreal::PgTargetResult> targets);
 
+// "hash/always at 128MB", and ", 4 clients" where the run has more than one
+// clients entry: a row's name in compare's messages.
+std::string RowName(const CompareMatrix& matrix, const CompareConfig& config);
+
 // "pg15", "pg15 via pgbouncer:session": a real server's name in compare's
 // table and chart.
 std::string PgConfigLabel(const pgreal::PgTargetResult& target);
 
 // The mock configuration a real server's row is compared with: the
-// baseline at its shared_buffers (null if none).
+// baseline at its shared_buffers and clients (null if none).
 const CompareConfig* BaselineOfPg(const CompareMatrix& matrix, const pgreal::PgTargetResult& target);
 
 }  // namespace backendlab::tools

@@ -88,8 +88,12 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
     int64_t* target;
   };
   int64_t clients = 1, leak = 0;
+  if (with_configuration && flags.Has("clients")) {
+    absl::StatusOr<int64_t> v = flags.GetInt("clients", 1, kMaxClients);
+    if (!v.ok()) return v.status();
+    clients = *v;
+  }
   const IntFlag ints[] = {
-      {"clients", 1, 1024, &clients},
       {"connections", 1, 100'000'000, &o.connections},
       {"warmup", 0, 1'000'000, &o.warmup},
       {"work-pins", 0, 1'000'000'000, &b.work_pins},

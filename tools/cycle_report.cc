@@ -23,8 +23,9 @@ std::string ConfigLine(const lifecycle::CycleOptions& o, bool with_configuration
                          buffers::FormatSize(b.shared_buffers.bytes), ", catcache ",
                          std::string(catcache::BucketStrategyName(b.catcache)), ", syscache ", b.syscache)
           : std::string();
-  return absl::StrCat(std::string(lifecycle::ModeName(o.mode)), " mode", configuration, ", ", o.clients,
-                      o.clients == 1 ? " client, " : " clients, ",
+  const std::string clients =
+      with_configuration ? absl::StrCat(o.clients, o.clients == 1 ? " client, " : " clients, ") : std::string();
+  return absl::StrCat(std::string(lifecycle::ModeName(o.mode)), " mode", configuration, ", ", clients,
                       o.connections > 0 ? absl::StrCat(o.connections, " connections")
                                         : absl::StrCat(o.duration_ms, " ms"),
                       " (+", o.warmup, " warm-up), work ", b.work_pins, " pins + ", b.work_lookups, " lookups",

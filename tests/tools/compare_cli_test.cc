@@ -73,7 +73,10 @@ INSTANTIATE_TEST_SUITE_P(
         std::vector<std::string>{"--precision=abc"}, std::vector<std::string>{"--precision=-1"},
         std::vector<std::string>{"--precision=nan"}, std::vector<std::string>{"--precision=101"},
         std::vector<std::string>{"--max-time=0s"}, std::vector<std::string>{"--max-time=10"},
-        std::vector<std::string>{"--seed=-1"}, std::vector<std::string>{"--aa=maybe"}));
+        std::vector<std::string>{"--seed=-1"}, std::vector<std::string>{"--aa=maybe"},
+        // Clients: each entry once, at least one, no more than a round's connections (2 here).
+        std::vector<std::string>{"--clients=1,1"}, std::vector<std::string>{"--clients=0"},
+        std::vector<std::string>{"--clients=1,3"}, std::vector<std::string>{"--clients=1,x"}));
 
 // The geometric mean of the paired ratios a[i] / b[i]: what a ratio column
 // must be, recomputed from the rounds the JSON gives.
@@ -259,6 +262,43 @@ TEST_F(CompareCliTest, SyscachesAreADimensionOfTheMatrix) {
   for (const nlohmann::json& row : j["rows"]) labels.push_back(row.value("config", ""));
   EXPECT_EQ(labels, (std::vector<std::string>{"hash/off/pg90", "hash/off/pg17"}));
   EXPECT_EQ(j["rows"][0].value("connections_per_second_vs_baseline", 0.0), 1.0);
+  ExpectTmpdirEmpty();
+}
+
+// A list of clients is a dimension of the matrix: every configuration runs
+// at each, in a row of its own with its clients, and each row's ratios are to
+// the baseline at the same shared_buffers and clients, paired within rounds.
+TEST_F(CompareCliTest, ClientsAreADimensionOfTheMatrix) {
+  const std::string json_path = dir_ + "/compare.json", svg_path = dir_ + "/compare.svg";
+  const RunResult r = Run(Compare({"--layouts=array,hash", "--exit-checks=always", "--clients=1,2", "--connections=4",
+                                   "--rounds=2", "--precision=0", "--json=" + json_path, "--svg=" + svg_path}));
+  ASSERT_EQ(r.exit_code, 0) << "stderr: " << r.err;
+  const nlohmann::json j = nlohmann::json::parse(ReadFile(json_path), nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["header"]["shared"]["clients"], nlohmann::json::array({1, 2}));
+  std::vector<std::string> rows;
+  std::map<int64_t, nlohmann::json> baseline;  // by clients
+  for (const nlohmann::json& row : j["rows"]) {
+    rows.push_back(row.value("config", "") + "@" + std::to_string(row.value("clients", 0)));
+    if (row["config"] == "array/always") baseline[row["clients"].get<int64_t>()] = row;
+  }
+  EXPECT_EQ(rows, (std::vector<std::string>{"array/always@1", "hash/always@1", "array/always@2", "hash/always@2"}));
+  ASSERT_EQ(baseline.size(), 2u);
+  for (const nlohmann::json& row : j["rows"]) {
+    SCOPED_TRACE(row.dump());
+    const nlohmann::json& base = baseline.at(row["clients"].get<int64_t>());
+    for (const auto& [key, rounds] : {std::pair{"cpu_us_per_connection_vs_baseline", "rounds_cpu_us_per_connection"},
+                                      std::pair{"connections_per_second_vs_baseline", "rounds_connections_per_second"}}) {
+      const double value = row[key].get<double>();
+      EXPECT_NEAR(value, PairedRatioOf(row[rounds], base[rounds]), 1e-9 * value) << key;
+    }
+  }
+  EXPECT_NE(r.out.find(" clients "), std::string::npos) << "a clients column in the text: " << r.out;
+  EXPECT_NE(r.out.find("at the same shared_buffers and clients"), std::string::npos) << r.out;
+  const std::string svg = ReadFile(svg_path);
+  for (const char* label : {">array/always, 1 client</text>", ">hash/always, 2 clients</text>"}) {
+    EXPECT_NE(svg.find(label), std::string::npos) << label;
+  }
   ExpectTmpdirEmpty();
 }
 

@@ -79,31 +79,36 @@ TEST_F(PgCliTest, RunsARealServerAndReportsItsCostsPerConnection) {
   ExpectNoServerLeft();
 }
 
+// At every shared_buffers and clients entry: a row of the real server, paired
+// with the mock's baseline at the same pair.
 TEST_F(PgCliTest, CompareWithPgAddsARealServerPerSharedBuffersInTheSameRounds) {
   const std::string json_path = dir_ + "/compare.json", svg_path = dir_ + "/compare.svg";
   const test_util::RunResult r =
       Run({"compare", "--with-pg", "--layouts=hash", "--exit-checks=off", "--shared-buffers=128MB,256MB",
-           "--connections=6", "--rounds=2", "--warmup=1", "--work-lookups=10", "--json=" + json_path,
+           "--clients=1,2", "--connections=6", "--rounds=2", "--warmup=1", "--work-lookups=10", "--json=" + json_path,
            "--svg=" + svg_path});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("pg15: PostgreSQL 15"), std::string::npos) << "the report names the server" << r.out;
   const nlohmann::json j = nlohmann::json::parse(test_util::ReadFile(json_path));
-  std::map<int64_t, nlohmann::json> mock;  // by shared_buffers_bytes
+  std::map<std::pair<int64_t, int64_t>, nlohmann::json> mock;  // by shared_buffers_bytes and clients
+  auto key = [](const nlohmann::json& row) {
+    return std::pair{row["shared_buffers_bytes"].get<int64_t>(), row["clients"].get<int64_t>()};
+  };
   std::vector<nlohmann::json> pg;
   for (const nlohmann::json& row : j["rows"]) {
     if (row["config"] == "pg15") {
       pg.push_back(row);
     } else {
-      mock[row["shared_buffers_bytes"].get<int64_t>()] = row;
+      mock[key(row)] = row;
     }
   }
-  ASSERT_EQ(mock.size(), 2u) << j.dump(2);
-  ASSERT_EQ(pg.size(), 2u) << "one real server per shared_buffers: " << j.dump(2);
+  ASSERT_EQ(mock.size(), 4u) << j.dump(2);
+  ASSERT_EQ(pg.size(), 4u) << "one real server per shared_buffers, a row per clients: " << j.dump(2);
   for (const nlohmann::json& row : pg) {
     SCOPED_TRACE(row.dump());
     ASSERT_GT(row["connections_per_second"].get<double>(), 0);
     // Paired with the mock's baseline round by round, as the mock's rows are.
-    const nlohmann::json& base = mock.at(row["shared_buffers_bytes"].get<int64_t>());
+    const nlohmann::json& base = mock.at(key(row));
     for (const auto& [ratio, rounds] : {std::pair{"connections_per_second_vs_baseline", "rounds_connections_per_second"},
                                         std::pair{"cpu_us_per_connection_vs_baseline", "rounds_cpu_us_per_connection"}}) {
       ASSERT_EQ(row[rounds].size(), 2u) << rounds;
@@ -117,7 +122,8 @@ TEST_F(PgCliTest, CompareWithPgAddsARealServerPerSharedBuffersInTheSameRounds) {
   }
   EXPECT_EQ(j["header"]["pg"]["settings"]["fsync"], "off");
   const std::string svg = test_util::ReadFile(svg_path);
-  EXPECT_NE(svg.find(">pg15</text>"), std::string::npos) << "the chart has the real server's line";
+  EXPECT_NE(svg.find(">pg15, 2 clients</text>"), std::string::npos) << "the chart has the real server's lines";
+  EXPECT_EQ(j["header"]["pg"]["settings"]["max_connections"], "7") << "the most clients + 5";
   ExpectNoServerLeft();
 }
 
