@@ -70,7 +70,7 @@ LineChart CostChart(const CompareMatrix& matrix, const CompareStats& stats, std:
   const std::vector<buffers::SharedBuffers>& sizes = matrix.sizes;
   for (const buffers::SharedBuffers& s : sizes) chart.x_positions.push_back(buffers::FormatSize(s.bytes));
   auto add = [&](std::string label, uint64_t bytes, int clients, const RowStats& r) {
-    if (matrix.clients.size() > 1) absl::StrAppend(&label, ", ", clients, clients == 1 ? " client" : " clients");
+    if (matrix.clients.size() > 1) absl::StrAppend(&label, ", ", ClientsText(clients));
     auto series = std::find_if(chart.series.begin(), chart.series.end(), [&](const ChartSeries& s) { return s.name == label; });
     if (series == chart.series.end()) series = chart.series.insert(series, {label, std::vector<std::optional<double>>(sizes.size())});
     const size_t x = static_cast<size_t>(
@@ -256,8 +256,7 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   out << MachineLine(header) << "\n\n";
   report.PrintText(out);
   out << "\nCPU us/conn: the whole server's CPU (postmaster and backends, user and kernel) per connection;\n"
-      << (one_clients ? absl::StrCat("conn/s with ", matrix->clients[0], matrix->clients[0] == 1 ? " client" : " clients",
-                                     " in flight")
+      << (one_clients ? absl::StrCat("conn/s with ", ClientsText(matrix->clients[0]), " in flight")
                       : std::string("conn/s with the row's clients in flight (1: one at a time; >= 2 x cores: saturation)"))
       << ". Both: median over rounds, +-half its 95 % interval.\n"
          "vs base: the ratio to the baseline, "

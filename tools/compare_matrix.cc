@@ -373,9 +373,11 @@ Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std
   return report;
 }
 
+std::string ClientsText(int clients) { return absl::StrCat(clients, clients == 1 ? " client" : " clients"); }
+
 std::string RowName(const CompareMatrix& matrix, const CompareConfig& c) {
   std::string name = absl::StrCat(c.label, " at ", buffers::FormatSize(c.options.backend.shared_buffers.bytes));
-  if (matrix.clients.size() > 1) absl::StrAppend(&name, ", ", c.options.clients, c.options.clients == 1 ? " client" : " clients");
+  if (matrix.clients.size() > 1) absl::StrAppend(&name, ", ", ClientsText(c.options.clients));
   return name;
 }
 

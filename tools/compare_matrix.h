@@ -105,6 +105,9 @@ CompareStats ComputeCompareStats(const CompareMatrix& matrix, std::span<const pg
 // floor, and the exit check's figures. Formats `stats`; computes nothing.
 Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std::span<const pgreal::PgTargetResult> targets);
 
+// "1 client", "4 clients".
+std::string ClientsText(int clients);
+
 // "hash/always at 128MB", and ", 4 clients" where the run has more than one
 // clients entry: a row's name in compare's messages.
 std::string RowName(const CompareMatrix& matrix, const CompareConfig& config);
