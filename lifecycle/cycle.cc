@@ -272,7 +272,9 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
 absl::StatusOr<Mode> ParseMode(std::string_view name) { return ParseName(name, kModeNames, "mode"); }
 
 absl::Status ValidateCycleOptions(const CycleOptions& o) {
-  if (o.clients < 1 || o.clients > 1024) return absl::InvalidArgumentError("--clients must be 1..1024");
+  if (o.clients < 1 || o.clients > kMaxClients) {
+    return absl::InvalidArgumentError(absl::StrCat("--clients must be 1..", kMaxClients));
+  }
   if (o.connections < 0) return absl::InvalidArgumentError("--connections must be positive");
   if (o.connections == 0 && o.duration_ms <= 0) {
     return absl::InvalidArgumentError("give --connections=N or --duration=T");

@@ -103,6 +103,9 @@ void MergeRound(const CycleResult& round, CycleResult& total);
 // stays for the caller to see (StopSignal()).
 absl::StatusOr<CycleResult> RunCycle(const CycleOptions& options);
 
+// The most connections in flight a cycle takes.
+inline constexpr int kMaxClients = 1024;
+
 // Validates options without running anything (the CLI's bad-input checks),
 // --clients against RLIMIT_NOFILE included.
 absl::Status ValidateCycleOptions(const CycleOptions& options);

@@ -19,9 +19,6 @@ absl::StatusOr<int64_t> ParseDurationMs(std::string_view text);
 // A built-in syscache profile's name (pg90, pg17), or InvalidArgument.
 absl::StatusOr<std::string> ParseSyscacheName(std::string_view name);
 
-// The most connections in flight a cycle's --clients may ask for.
-inline constexpr int64_t kMaxClients = 1024;
-
 // The options of one cycle from the flags `cycle` takes. `compare` passes
 // with_configuration = false: its layouts, exit-checks, shared-buffers,
 // catcaches, syscaches and clients are lists, set per configuration by the
