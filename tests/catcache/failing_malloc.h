@@ -19,10 +19,8 @@ inline void* FailingMalloc(size_t size) {
   return std::malloc(size);
 }
 
-inline void FreeBlock(void* block, size_t) { std::free(block); }
-
-// A memory context's blocks from FailingMalloc.
-inline BlockSource FailingBlocks() { return {&FailingMalloc, &FreeBlock}; }
+// A memory context's blocks from FailingMalloc, given back as MallocBlocks' are.
+inline BlockSource FailingBlocks() { return {&FailingMalloc, MallocBlocks().release}; }
 
 }  // namespace backendlab::catcache::testing_malloc
 
