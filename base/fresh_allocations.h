@@ -19,10 +19,12 @@ namespace backendlab {
 // main(), before anything is allocated that is measured.
 inline void UseFreshMappingsForLargeAllocations() { mallopt(M_MMAP_THRESHOLD, 4096); }
 
-// Back to glibc's default threshold (128 kB), for a forked backend: a real
-// backend's AllocSet blocks come from its heap, and a 4 kB threshold would
-// make every one of them an mmap of its own. (Set explicitly, the threshold no
-// longer adapts; a backend lives too briefly for that to matter.)
+// Back to glibc's default threshold (128 kB), for a forked backend: what it
+// still mallocs comes from its heap, as a real backend's does, where a 4 kB
+// threshold would make every block of 4 kB or more an mmap of its own. (The
+// mock's memory context maps its blocks itself, whatever the threshold:
+// catcache/README.md. Set explicitly, the threshold no longer adapts; a
+// backend lives too briefly for that to matter.)
 inline void UseDefaultMallocThresholds() { mallopt(M_MMAP_THRESHOLD, 128 * 1024); }
 
 }  // namespace backendlab
