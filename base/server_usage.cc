@@ -25,4 +25,17 @@ ServerStats ComputeServerStats(const MeasuredRounds& row, const MeasuredRounds* 
   return s;
 }
 
+double WorstHalfWidth(std::span<const ServerStats> stats) {
+  double widest = 0;
+  auto widen = [&](const std::optional<RatioEstimate>& r) {
+    if (!r || r->self) return;
+    widest = std::max(widest, r->has_interval ? r->interval.RelativeHalfWidth(r->ratio) : 1.0);
+  };
+  for (const ServerStats& s : stats) {
+    widen(s.rate_vs_baseline);
+    widen(s.cpu_vs_baseline);
+  }
+  return widest;
+}
+
 }  // namespace backendlab

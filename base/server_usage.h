@@ -133,6 +133,11 @@ struct ServerStats {
 // both have.
 ServerStats ComputeServerStats(const MeasuredRounds& row, const MeasuredRounds* baseline);
 
+// The widest relative half-width of the ratios in `stats`, as a precision
+// check needs it: a ratio without an interval counts as 1; a baseline's own
+// (SelfRatio) and an absent one, as 0.
+double WorstHalfWidth(std::span<const ServerStats> stats);
+
 }  // namespace backendlab
 
 #endif  // BACKENDLAB_BASE_SERVER_USAGE_H_

@@ -485,19 +485,6 @@ std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets)
   return stats;
 }
 
-double WorstHalfWidth(std::span<const ServerStats> stats) {
-  double widest = 0;
-  auto widen = [&](const std::optional<RatioEstimate>& r) {
-    if (!r || r->self) return;
-    widest = std::max(widest, r->has_interval ? r->interval.RelativeHalfWidth(r->ratio) : 1.0);
-  };
-  for (const ServerStats& s : stats) {
-    widen(s.rate_vs_baseline);
-    widen(s.cpu_vs_baseline);
-  }
-  return widest;
-}
-
 absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
   absl::StatusOr<std::unique_ptr<PgServers>> servers = PgServers::Start(options);
   if (!servers.ok()) return servers.status();

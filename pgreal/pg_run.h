@@ -128,7 +128,7 @@ struct PgResult {
   PreciseRun run;                 // how the rounds ended
   bool compared = false;          // some target has a baseline other than itself: there are ratios
   std::vector<ServerStats> stats;  // RunPg: ComputePgStats of the targets, once the rounds ended
-  double worst_half_width = 0;   // of every `vs base` ratio at the end (WorstHalfWidth)
+  double worst_half_width = 0;   // of every `vs base` ratio at the end (base/server_usage.h's WorstHalfWidth)
   std::string server_figures_note;  // why server-side figures are missing, if they are
 };
 
@@ -139,12 +139,8 @@ size_t BaselineOf(std::span<const PgTargetResult> targets, size_t i);
 
 // Every target's rates and CPU per connection over the rounds, with their
 // ratios to BaselineOf, paired within the rounds (base/server_usage.h).
+// Their WorstHalfWidth (base/server_usage.h) is what a precision check asks.
 std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets);
-
-// The widest relative half-width of the ratios in `stats`, as a precision
-// check needs it: a ratio without an interval counts as 1, a baseline's own
-// as 0.
-double WorstHalfWidth(std::span<const ServerStats> stats);
 
 // RunPg's pieces, for a caller that interleaves the servers' rounds with
 // other work (`compare --with-pg`): the servers started (or the existing one

@@ -207,12 +207,14 @@ std::optional<Estimate> RatioEstimateOf(const std::vector<double>& a, const std:
 
 // The figures of a row whose rounds are `rates` and `server`, against a
 // baseline's (null: the row is the baseline itself), as the table's cells.
+// `widest` grows to the row's widest ratio's relative half-width.
 RowStats StatsOf(const std::vector<double>& rates, const std::vector<ServerUsage>& server,
-                 const CompareConfig* baseline, double precision) {
+                 const CompareConfig* baseline, double precision, double& widest) {
   const MeasuredRounds row{rates, server};
   std::optional<MeasuredRounds> base;
   if (baseline != nullptr) base = MeasuredRounds{baseline->rates, baseline->server_rounds};
   const ServerStats s = ComputeServerStats(row, base ? &*base : nullptr);
+  widest = std::max(widest, WorstHalfWidth(std::span<const ServerStats>(&s, 1)));
   RowStats r;
   r.rate = EstimateOf(s.rate);
   r.has_cpu = s.has_cpu;
@@ -222,30 +224,19 @@ RowStats StatsOf(const std::vector<double>& rates, const std::vector<ServerUsage
   return r;
 }
 
-// How far `e` is from the precision: its relative half-width, 1 without an
-// interval.
-double HalfWidth(const std::optional<Estimate>& e) {
-  if (!e) return 0;
-  return e->interval ? e->interval->RelativeHalfWidth(e->value) : 1;
-}
-
 }  // namespace
 
 CompareStats ComputeCompareStats(const CompareMatrix& matrix, std::span<const pgreal::PgTargetResult> targets,
                                  double precision) {
   CompareStats stats;
   stats.rounds = matrix.configs.empty() ? 0 : static_cast<int64_t>(matrix.configs.front().rates.size());
-  auto held = [&](const RowStats& r) {
-    stats.worst_half_width = std::max({stats.worst_half_width, HalfWidth(r.cpu_vs_baseline), HalfWidth(r.rate_vs_baseline)});
-  };
   for (const CompareConfig& c : matrix.configs) {
     const CompareConfig* b = BaselineOf(matrix, c);
-    RowStats r = StatsOf(c.rates, c.server_rounds, b == &c ? nullptr : b, precision);
+    RowStats r = StatsOf(c.rates, c.server_rounds, b == &c ? nullptr : b, precision, stats.worst_half_width);
     r.is_baseline = b == &c;
     if (b != nullptr && b != &c) {
       r.exit_vs_baseline = RatioEstimateOf(c.exit_check_us, b->exit_check_us, Better::kLower, 0);
     }
-    held(r);
     if (c.aa) {
       const bool differs = (r.cpu_vs_baseline && r.cpu_vs_baseline->verdict != Verdict::kSame) ||
                            (r.rate_vs_baseline && r.rate_vs_baseline->verdict != Verdict::kSame);
@@ -254,8 +245,7 @@ CompareStats ComputeCompareStats(const CompareMatrix& matrix, std::span<const pg
     stats.mock.push_back(std::move(r));
   }
   for (const pgreal::PgTargetResult& t : targets) {
-    RowStats r = StatsOf(t.rates, t.server_rounds, BaselineOfPg(matrix, t), precision);
-    held(r);
+    RowStats r = StatsOf(t.rates, t.server_rounds, BaselineOfPg(matrix, t), precision, stats.worst_half_width);
     stats.pg.push_back(std::move(r));
   }
   stats.precise = precision <= 0 || stats.worst_half_width <= precision;

@@ -61,5 +61,30 @@ TEST(ServerStatsTest, NoCpuWithoutEveryRoundCountedAndRowsAheadPairWhatBothHave)
   EXPECT_FALSE(z.has_cpu) << "a round with no CPU counted (clock ticks too coarse) is not a figure";
 }
 
+// The precision check's figure: the widest ratio's relative half-width,
+// a ratio with no interval counting as 1, a baseline's own and an absent
+// one as 0.
+RatioEstimate Ratio(int rounds, double ratio, double low, double high) {
+  RatioEstimate r;
+  r.rounds = rounds;
+  r.ratio = ratio;
+  r.interval = Interval{low, high};
+  r.has_interval = rounds >= 2;
+  return r;
+}
+
+TEST(ServerStatsTest, WorstHalfWidthIsTheWidestRatioAndOneWithoutAnInterval) {
+  ServerStats a, b;
+  a.rate_vs_baseline = Ratio(8, 2.0, 1.9, 2.1);
+  b.cpu_vs_baseline = Ratio(8, 0.5, 0.45, 0.55);
+  b.rate_vs_baseline = SelfRatio(8);
+  const std::vector<ServerStats> two = {a, b};
+  EXPECT_NEAR(WorstHalfWidth(two), 0.1, 1e-12) << "0.05 of 0.5 is wider than 0.1 of 2.0";
+  EXPECT_EQ(WorstHalfWidth(std::vector<ServerStats>{ServerStats{}}), 0) << "no ratio: nothing to hold";
+  ServerStats one_round;
+  one_round.rate_vs_baseline = Ratio(1, 1.2, 0, 0);
+  EXPECT_EQ(WorstHalfWidth(std::vector<ServerStats>{a, one_round}), 1) << "no interval yet";
+}
+
 }  // namespace
 }  // namespace backendlab
