@@ -1,6 +1,9 @@
 // Summaries of a run's histograms.
 #include "lifecycle/cycle_summary.h"
 
+#include "absl/strings/str_cat.h"
+#include "base/interleaved.h"
+
 namespace backendlab::lifecycle {
 namespace {
 
@@ -35,6 +38,22 @@ CycleSummary Summarize(const CycleResult& result) {
   const double fork_ns = result.baseline_fork_ns.Quantile(0.5);
   if (fork_ns > 0) s.baseline_forks_per_second = 1e9 / fork_ns;
   return s;
+}
+
+absl::Status RunOutcome(const CycleResult& result, const CycleSummary& s) {
+  if (result.interrupted) return StoppedStatus();
+  const int64_t crashed = s.crashed + result.backends.warmup_crashed;
+  if (crashed > 0) return absl::AbortedError(absl::StrCat(crashed, " backend(s) crashed (see above)"));
+  // A backend killed by SIGTERM/SIGINT/SIGHUP/SIGQUIT while the tool was not
+  // asked to stop was killed from outside: a failed run, not a clean stop.
+  if (result.backends.stopped > 0) {
+    return absl::AbortedError(absl::StrCat(result.backends.stopped, " backend(s) killed by a stop signal sent to them alone"));
+  }
+  if (result.failed_connections > 0) {
+    return absl::AbortedError(absl::StrCat(result.failed_connections, " connection(s) closed before \"ready\""));
+  }
+  if (result.connections == 0) return absl::AbortedError("no connection completed");
+  return absl::OkStatus();
 }
 
 }  // namespace backendlab::lifecycle

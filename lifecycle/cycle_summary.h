@@ -4,6 +4,8 @@
 
 #include <array>
 
+#include "absl/status/status.h"
+
 #include "lifecycle/backend_record.h"
 #include "base/summary.h"
 #include "lifecycle/cycle.h"
@@ -32,6 +34,11 @@ struct CycleSummary {
 };
 
 CycleSummary Summarize(const CycleResult& result);
+
+// Exit status of a finished run: OK, or an error naming what went wrong —
+// interrupted (Cancelled: exit 130), backends crashed (warm-up included) or
+// connections that never got "ready" (Aborted: exit 1).
+absl::Status RunOutcome(const CycleResult& result, const CycleSummary& summary);
 
 }  // namespace backendlab::lifecycle
 

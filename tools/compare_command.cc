@@ -198,7 +198,7 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
         absl::StatusOr<lifecycle::CycleResult> r = lifecycle::RunCycle(c.options);
         if (!r.ok()) return r.status();
         const lifecycle::CycleSummary s = lifecycle::Summarize(*r);
-        if (absl::Status outcome = RunOutcome(*r, s); !outcome.ok()) {
+        if (absl::Status outcome = lifecycle::RunOutcome(*r, s); !outcome.ok()) {
           if (absl::IsCancelled(outcome)) return outcome;
           // Crashed backends or failed connections: finish the matrix, then fail.
           if (c.failure.empty()) c.failure = std::string(outcome.message());

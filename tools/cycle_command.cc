@@ -111,7 +111,7 @@ absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& ou
   header["summary"] = SummaryJson(s, *result);
   report.SetHeader(header);
   if (absl::Status st = report.WriteFiles(flags->Get("json"), flags->Get("csv")); !st.ok()) return st;
-  return RunOutcome(*result, s);
+  return lifecycle::RunOutcome(*result, s);
 }
 
 }  // namespace backendlab::tools

@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "base/interleaved.h"
 #include "buffers/exit_check.h"
 #include "buffers/shared_buffers.h"
 #include "catcache/bucket_allocator.h"
@@ -126,22 +125,6 @@ Report PhaseReport(const lifecycle::CycleSummary& s, std::span<const profiling::
     report.AddRow(std::move(row));
   }
   return report;
-}
-
-absl::Status RunOutcome(const lifecycle::CycleResult& result, const lifecycle::CycleSummary& s) {
-  if (result.interrupted) return StoppedStatus();
-  const int64_t crashed = s.crashed + result.backends.warmup_crashed;
-  if (crashed > 0) return absl::AbortedError(absl::StrCat(crashed, " backend(s) crashed (see above)"));
-  // A backend killed by SIGTERM/SIGINT/SIGHUP/SIGQUIT while the tool was not
-  // asked to stop was killed from outside: a failed run, not a clean stop.
-  if (result.backends.stopped > 0) {
-    return absl::AbortedError(absl::StrCat(result.backends.stopped, " backend(s) killed by a stop signal sent to them alone"));
-  }
-  if (result.failed_connections > 0) {
-    return absl::AbortedError(absl::StrCat(result.failed_connections, " connection(s) closed before \"ready\""));
-  }
-  if (result.connections == 0) return absl::AbortedError("no connection completed");
-  return absl::OkStatus();
 }
 
 void PrintIncidents(const lifecycle::CycleResult& result, std::ostream& out) {

@@ -30,11 +30,6 @@ Report PhaseReport(const lifecycle::CycleSummary& s, std::span<const profiling::
 // (the first few).
 void PrintIncidents(const lifecycle::CycleResult& result, std::ostream& out);
 
-// Exit status of a finished run: OK, or an error naming what went wrong —
-// interrupted (Cancelled: exit 130), backends crashed (warm-up included) or
-// connections that never got "ready" (Aborted: exit 1).
-absl::Status RunOutcome(const lifecycle::CycleResult& result, const lifecycle::CycleSummary& summary);
-
 }  // namespace backendlab::tools
 
 #endif  // BACKENDLAB_TOOLS_CYCLE_REPORT_H_

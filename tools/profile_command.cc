@@ -190,7 +190,7 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
     report.SetHeader(ProfileHeader(*options, *run, top));
     if (absl::Status s = report.WriteFiles(flags->Get("json"), flags->Get("csv")); !s.ok()) return s;
   }
-  if (absl::Status s = RunOutcome(run->cycle, run->summary); !s.ok()) return s;
+  if (absl::Status s = lifecycle::RunOutcome(run->cycle, run->summary); !s.ok()) return s;
   if (!run->cycle.samples_status.ok()) return run->cycle.samples_status;
   return perf_status;
 }
