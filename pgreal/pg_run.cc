@@ -485,6 +485,28 @@ std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets)
   return stats;
 }
 
+absl::StatusOr<PgRunOptions> ServersBeside(std::span<const int64_t> shared_buffers, std::span<const int> clients,
+                                           const LoopOptions& loop, int64_t rounds) {
+  if (shared_buffers.empty() || clients.empty()) return absl::InvalidArgumentError("servers beside a matrix need its sizes and clients");
+  absl::StatusOr<Installation> installation = DefaultInstallation();
+  if (!installation.ok()) return installation.status();
+  PgRunOptions options;
+  options.installations.push_back(*std::move(installation));
+  options.shared_buffers.assign(shared_buffers.begin(), shared_buffers.end());
+  options.clients.assign(clients.begin(), clients.end());
+  // Room for the most clients, and for the checks the tool connects with.
+  options.server.max_connections = *std::max_element(clients.begin(), clients.end()) + 5;
+  options.loop = loop;
+  options.loop.clients = clients.front();
+  options.rounds = rounds;
+  return options;
+}
+
+std::string ServerName(const PgTargetResult& target) {
+  return target.via.empty() ? absl::StrCat("pg", target.installation.major)
+                            : absl::StrCat("pg", target.installation.major, " via ", target.via);
+}
+
 absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
   absl::StatusOr<std::unique_ptr<PgServers>> servers = PgServers::Start(options);
   if (!servers.ok()) return servers.status();

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -141,6 +142,18 @@ size_t BaselineOf(std::span<const PgTargetResult> targets, size_t i);
 // ratios to BaselineOf, paired within the rounds (base/server_usage.h).
 // Their WorstHalfWidth (base/server_usage.h) is what a precision check asks.
 std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets);
+
+// The servers measured beside another experiment's rounds (`compare
+// --with-pg`): the default installation's (Debian's 15) at each
+// shared_buffers, a target per clients entry (max_connections room for the
+// most), with `loop`'s connections and warm-up, at most `rounds`. Not found:
+// DefaultInstallation's error.
+absl::StatusOr<PgRunOptions> ServersBeside(std::span<const int64_t> shared_buffers, std::span<const int> clients,
+                                           const LoopOptions& loop, int64_t rounds);
+
+// "pg15", "pg15 via pgbouncer:session": a server's name beside the mock's
+// designs.
+std::string ServerName(const PgTargetResult& target);
 
 // RunPg's pieces, for a caller that interleaves the servers' rounds with
 // other work (`compare --with-pg`): the servers started (or the existing one
