@@ -1,0 +1,264 @@
+// The matrix, its rounds and their statistics.
+#include "lifecycle/compare.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace backendlab::lifecycle {
+namespace {
+
+bool Matches(const CompareConfig& c, std::span<const std::string> names) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (c.names[i] != names[i]) return false;
+  }
+  return true;
+}
+
+bool InMatrix(const CompareMatrix& m, std::span<const std::string> names) {
+  return std::any_of(m.configs.begin(), m.configs.end(), [&](const CompareConfig& c) { return Matches(c, names); });
+}
+
+}  // namespace
+
+absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec) {
+  if (spec.layouts.empty() || spec.exit_checks.empty() || spec.shared_buffers.empty() || spec.catcaches.empty() ||
+      spec.syscaches.empty() || spec.clients.empty()) {
+    return absl::InvalidArgumentError("every dimension of a comparison needs at least one entry");
+  }
+  CompareMatrix m;
+  m.sizes = spec.shared_buffers;
+  m.clients = spec.clients;
+  {  // the most clients against a round's connections and the open-file limit
+    CycleOptions most = spec.base;
+    most.clients = *std::max_element(m.clients.begin(), m.clients.end());
+    if (absl::Status s = ValidateCycleOptions(most); !s.ok()) return s;
+  }
+
+  // The named configurations, then a copy of them per shared_buffers and clients.
+  std::vector<CompareConfig> named;
+  for (buffers::Layout layout : spec.layouts) {
+    for (buffers::ExitCheckPolicy policy : spec.exit_checks) {
+      for (catcache::BucketStrategy strategy : spec.catcaches) {
+        for (const std::string& syscache : spec.syscaches) {
+          CompareConfig c;
+          c.options = spec.base;
+          BackendConfig& b = c.options.backend;
+          b.layout = layout;
+          b.exit_check = policy;
+          b.catcache = strategy;
+          b.syscache = syscache;
+          c.names = {std::string(buffers::LayoutName(layout)), std::string(buffers::ExitCheckPolicyName(policy)),
+                     std::string(catcache::BucketStrategyName(strategy)), syscache};
+          c.label = absl::StrCat(c.names[0], "/", c.names[1], spec.catcaches.size() > 1 ? "/" + c.names[2] : "",
+                                 spec.syscaches.size() > 1 ? "/" + c.names[3] : "");
+          named.push_back(std::move(c));
+        }
+      }
+    }
+  }
+  for (const buffers::SharedBuffers& size : m.sizes) {
+    for (int n : m.clients) {
+      for (const CompareConfig& proto : named) {
+        CompareConfig c = proto;
+        c.options.backend.shared_buffers = size;
+        c.options.clients = n;
+        m.configs.push_back(std::move(c));
+      }
+    }
+  }
+
+  if (!spec.baseline.empty()) {
+    if (spec.baseline.size() < 2 || spec.baseline.size() > kNamedDimensions) {
+      return absl::InvalidArgumentError(absl::StrCat("a baseline names layout/exit-check[/catcache[/syscache]], not ",
+                                                     absl::StrJoin(spec.baseline, "/")));
+    }
+    if (!InMatrix(m, spec.baseline)) {
+      return absl::InvalidArgumentError(absl::StrCat("baseline ", absl::StrJoin(spec.baseline, "/"),
+                                                     " is not in the matrix (its layouts, exit checks, catcaches and syscaches)"));
+    }
+    m.baseline = spec.baseline;
+  } else {
+    m.baseline = {"array", "always"};  // PostgreSQL 9.0, when the matrix has it
+    if (!InMatrix(m, m.baseline)) m.baseline = {m.configs.front().names[0], m.configs.front().names[1]};
+  }
+  m.baseline_label = absl::StrJoin(m.baseline, "/");
+  if (spec.aa) {
+    std::vector<CompareConfig> with_copies;
+    for (CompareConfig& c : m.configs) {
+      const bool own_baseline = Matches(c, m.baseline);
+      with_copies.push_back(c);
+      if (!own_baseline) continue;
+      CompareConfig copy = c;
+      copy.aa = true;
+      copy.label = c.label + "#2";
+      with_copies.push_back(std::move(copy));
+    }
+    m.configs = std::move(with_copies);
+  }
+  return m;
+}
+
+const CompareConfig* BaselineOf(const CompareMatrix& matrix, const CompareConfig& config) {
+  std::vector<std::string> names(config.names.begin(), config.names.end());
+  std::copy(matrix.baseline.begin(), matrix.baseline.end(), names.begin());
+  for (const CompareConfig& b : matrix.configs) {
+    if (b.aa) continue;
+    if (b.options.backend.shared_buffers.bytes == config.options.backend.shared_buffers.bytes &&
+        b.options.clients == config.options.clients && Matches(b, names)) {
+      return &b;
+    }
+  }
+  return nullptr;
+}
+
+const CompareConfig* BaselineAt(const CompareMatrix& matrix, uint64_t shared_buffers_bytes, int clients) {
+  for (const CompareConfig& c : matrix.configs) {
+    if (c.aa || c.options.backend.shared_buffers.bytes != shared_buffers_bytes || c.options.clients != clients) continue;
+    if (Matches(c, matrix.baseline)) return &c;
+  }
+  return nullptr;
+}
+
+void AddRound(CompareConfig& c, const CycleResult& round) {
+  const CycleSummary s = Summarize(round);
+  c.rates.push_back(s.connections_per_second);
+  c.server_rounds.push_back(round.server);
+  c.exit_check_us.push_back(s.phases[static_cast<int>(Phase::kExitCheck)].wall_us.median);
+  MergeRound(round, c.merged);
+}
+
+std::string ClientsText(int clients) { return absl::StrCat(clients, clients == 1 ? " client" : " clients"); }
+
+std::string RowName(const CompareMatrix& matrix, const CompareConfig& c) {
+  std::string name = absl::StrCat(c.label, " at ", buffers::FormatSize(c.options.backend.shared_buffers.bytes));
+  if (matrix.clients.size() > 1) absl::StrAppend(&name, ", ", ClientsText(c.options.clients));
+  return name;
+}
+
+absl::StatusOr<PreciseRun> RunCompare(CompareMatrix& matrix, const Companions& companions,
+                                      const CompareRunOptions& options) {
+  // Rows are only ever divided by rows at the same shared_buffers and
+  // clients: one block per pair in each round, the companions at them in it
+  // too.
+  auto block_of = [&](uint64_t bytes, int clients) {
+    const size_t size = static_cast<size_t>(std::find_if(matrix.sizes.begin(), matrix.sizes.end(),
+                                                         [&](const buffers::SharedBuffers& s) { return s.bytes == bytes; }) -
+                                            matrix.sizes.begin());
+    const size_t n =
+        static_cast<size_t>(std::find(matrix.clients.begin(), matrix.clients.end(), clients) - matrix.clients.begin());
+    return size * matrix.clients.size() + n;
+  };
+  std::vector<size_t> groups;
+  for (const CompareConfig& c : matrix.configs) groups.push_back(block_of(c.options.backend.shared_buffers.bytes, c.options.clients));
+  for (size_t i = 0; i < companions.count; ++i) {
+    const Companion c = companions.at(i);
+    groups.push_back(block_of(c.shared_buffers_bytes, c.clients));
+  }
+  auto worst_half_width = [&] {
+    std::vector<Companion> now;
+    for (size_t i = 0; i < companions.count; ++i) now.push_back(companions.at(i));
+    return CompareWorstHalfWidth(matrix, now);
+  };
+  std::vector<CompareConfig>& configs = matrix.configs;
+  PreciseRun run;
+  const absl::Status status = RunUntilPrecise(
+      "compare", RoundPlan(options.rounds, options.seed, groups), options.precision, configs.size() + companions.count,
+      [&](size_t i, int64_t) -> absl::Status {
+        if (i >= configs.size()) return companions.measure(i - configs.size());
+        CompareConfig& c = configs[i];
+        absl::StatusOr<CycleResult> r = RunCycle(c.options);
+        if (!r.ok()) return r.status();
+        if (absl::Status outcome = RunOutcome(*r, Summarize(*r)); !outcome.ok()) {
+          if (absl::IsCancelled(outcome)) return outcome;
+          // Crashed backends or failed connections: finish the matrix, then fail.
+          if (c.failure.empty()) c.failure = std::string(outcome.message());
+        }
+        AddRound(c, *r);
+        return absl::OkStatus();
+      },
+      worst_half_width, run);
+  if (!status.ok()) return status;
+  return run;
+}
+
+namespace {
+
+// The cost and rate of every configuration, then of every companion, alone
+// (a configuration that is its own baseline) or against its baseline;
+// `widest` grows to their widest ratio's relative half-width.
+struct ServerRows {
+  std::vector<ServerStats> mock;
+  std::vector<ServerStats> companions;
+  double widest = 0;
+};
+
+ServerRows ServerRowsOf(const CompareMatrix& matrix, std::span<const Companion> companions) {
+  ServerRows rows;
+  auto add = [&](const MeasuredRounds& row, const CompareConfig* baseline, std::vector<ServerStats>& to) {
+    std::optional<MeasuredRounds> base;
+    if (baseline != nullptr) base = MeasuredRounds{baseline->rates, baseline->server_rounds};
+    to.push_back(ComputeServerStats(row, base ? &*base : nullptr));
+    rows.widest = std::max(rows.widest, WorstHalfWidth(std::span<const ServerStats>(&to.back(), 1)));
+  };
+  for (const CompareConfig& c : matrix.configs) {
+    const CompareConfig* b = BaselineOf(matrix, c);
+    add({c.rates, c.server_rounds}, b == &c ? nullptr : b, rows.mock);
+  }
+  for (const Companion& t : companions) add(t.rounds, BaselineAt(matrix, t.shared_buffers_bytes, t.clients), rows.companions);
+  return rows;
+}
+
+std::optional<double> OverFloor(double rate, const CycleSummary& s) {
+  if (s.baseline_forks_per_second <= 0) return std::nullopt;
+  return rate / s.baseline_forks_per_second;
+}
+
+}  // namespace
+
+double CompareWorstHalfWidth(const CompareMatrix& matrix, std::span<const Companion> companions) {
+  return ServerRowsOf(matrix, companions).widest;
+}
+
+CompareStats ComputeCompareStats(const CompareMatrix& matrix, std::span<const Companion> companions, double precision) {
+  ServerRows rows = ServerRowsOf(matrix, companions);
+  CompareStats stats;
+  stats.precision = precision;
+  stats.rounds = matrix.configs.empty() ? 0 : static_cast<int64_t>(matrix.configs.front().rates.size());
+  stats.worst_half_width = rows.widest;
+  stats.precise = precision <= 0 || rows.widest <= precision;
+  for (size_t i = 0; i < matrix.configs.size(); ++i) {
+    const CompareConfig& c = matrix.configs[i];
+    const CompareConfig* b = BaselineOf(matrix, c);
+    CompareRowStats r;
+    r.server = std::move(rows.mock[i]);
+    r.is_baseline = b == &c;
+    r.summary = Summarize(c.merged);
+    r.vs_fork_floor = OverFloor(r.server.rate.median, *r.summary);
+    if (b != nullptr && !r.is_baseline) {
+      r.exit_vs_baseline = PairedRatioOfCommonRounds(c.exit_check_us, b->exit_check_us, Better::kLower);
+    }
+    double all = 0;
+    for (const PhaseHistograms& p : c.merged.backends.phases) all += p.cpu_ns.mean();
+    const double check = c.merged.backends.phases[static_cast<int>(Phase::kExitCheck)].cpu_ns.mean();
+    if (all > 0) r.exit_check_share_percent = 100 * check / all;
+    if (c.aa) {
+      const ServerStats& s = r.server;
+      const bool differs = (s.cpu_vs_baseline && s.cpu_vs_baseline->verdict != Verdict::kSame) ||
+                           (s.rate_vs_baseline && s.rate_vs_baseline->verdict != Verdict::kSame);
+      if (differs) stats.aa_failures.push_back(RowName(matrix, c));
+    }
+    stats.mock.push_back(std::move(r));
+  }
+  for (size_t i = 0; i < companions.size(); ++i) {
+    CompareRowStats r;
+    r.server = std::move(rows.companions[i]);
+    const CompareConfig* b = BaselineAt(matrix, companions[i].shared_buffers_bytes, companions[i].clients);
+    if (b != nullptr) r.vs_fork_floor = OverFloor(r.server.rate.median, Summarize(b->merged));
+    stats.companions.push_back(std::move(r));
+  }
+  return stats;
+}
+
+}  // namespace backendlab::lifecycle

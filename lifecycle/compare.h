@@ -1,0 +1,183 @@
+// The experiment of `backendlab compare`: a matrix of mock configurations
+// (layout x exit-check x shared_buffers x clients x catcache x syscache),
+// each run by RunCycle once per round in interleaved rounds until every
+// ratio to the baseline is as precise as asked or time is up, and the
+// statistics of their rounds: medians and ratios to the baseline paired
+// within rounds, with 95 % intervals and verdicts (base/server_usage.h).
+// Servers of another harness (a real PostgreSQL: `--with-pg`) join the same
+// rounds as companions, compared with the baseline at their shared_buffers
+// and clients; this module knows them only by their rounds.
+#ifndef BACKENDLAB_LIFECYCLE_COMPARE_H_
+#define BACKENDLAB_LIFECYCLE_COMPARE_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "base/interleaved.h"
+#include "base/server_usage.h"
+#include "base/statistics.h"
+#include "buffers/exit_check.h"
+#include "buffers/refcount_table.h"
+#include "buffers/shared_buffers.h"
+#include "catcache/bucket_allocator.h"
+#include "lifecycle/cycle.h"
+#include "lifecycle/cycle_summary.h"
+
+namespace backendlab::lifecycle {
+
+// The dimensions a configuration is named by, in label order: layout,
+// exit-check, catcache, syscache (shared_buffers and clients are where a
+// configuration runs, not what it is).
+inline constexpr size_t kNamedDimensions = 4;
+
+// What to compare. Every list is non-empty and names no entry twice (a
+// caller that parses them checks that, in its own words).
+struct CompareSpec {
+  CycleOptions base;  // mode, connections, warm-up, work: the same for every configuration
+  std::vector<buffers::Layout> layouts;
+  std::vector<buffers::ExitCheckPolicy> exit_checks;
+  std::vector<buffers::SharedBuffers> shared_buffers;
+  std::vector<catcache::BucketStrategy> catcaches;
+  std::vector<std::string> syscaches;  // catcache::BuiltinProfile names
+  // Connections in flight, each a run of every configuration: conn/s at one
+  // client and at saturation.
+  std::vector<int> clients = {1};
+  // 2 to kNamedDimensions names, layout/exit-check[/catcache[/syscache]];
+  // empty: array/always where the matrix has it, else the first
+  // configuration's layout/exit-check.
+  std::vector<std::string> baseline;
+  // A second copy of every configuration that is its own baseline, right
+  // after it, labelled "<baseline>#2": an A/A check, whose ratio must come out ~.
+  bool aa = false;
+};
+
+struct CompareConfig {
+  CycleOptions options;
+  std::array<std::string, kNamedDimensions> names;  // layout, exit-check, catcache, syscache
+  // "layout/exit-check", then "/catcache" and "/syscache" where the matrix
+  // has more than one of them.
+  std::string label;
+  bool aa = false;  // the A/A copy of the baseline
+  std::vector<double> rates;               // conn/s, one per round
+  std::vector<ServerUsage> server_rounds;  // the whole server's usage, one per round
+  std::vector<double> exit_check_us;       // the exit check's median wall time, one per round
+  CycleResult merged;                      // the records of every round, for the summary
+  std::string failure;                     // the first run that did not end cleanly, if any
+};
+
+struct CompareMatrix {
+  std::vector<CompareConfig> configs;         // shared_buffers-major, then clients, layouts, exit-checks, catcaches, syscaches
+  std::vector<buffers::SharedBuffers> sizes;  // as listed
+  std::vector<int> clients;                   // as listed
+  std::vector<std::string> baseline;          // 2 to kNamedDimensions names
+  std::string baseline_label;                 // "array/always"
+};
+
+// Every configuration of `spec`. InvalidArgument: an empty list, more
+// clients than a round's connections or the open-file limit allows
+// (ValidateCycleOptions), a baseline of the wrong length or not in the matrix.
+absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec);
+
+// The baseline of `config`: the configuration at the same shared_buffers
+// and clients whose names are the baseline's, and `config`'s own where the
+// baseline does not name one (never the A/A copy). Null if there is none.
+const CompareConfig* BaselineOf(const CompareMatrix& matrix, const CompareConfig& config);
+
+// The baseline at `shared_buffers_bytes` and `clients`, for a companion.
+const CompareConfig* BaselineAt(const CompareMatrix& matrix, uint64_t shared_buffers_bytes, int clients);
+
+// One round's run of configuration `c` added to its rounds.
+void AddRound(CompareConfig& c, const CycleResult& round);
+
+// "1 client", "4 clients".
+std::string ClientsText(int clients);
+
+// "hash/always at 128MB", and ", 4 clients" where the matrix has more than
+// one clients entry: a configuration's name in messages.
+std::string RowName(const CompareMatrix& matrix, const CompareConfig& config);
+
+// A server of another harness, measured in the matrix's rounds: where it
+// runs, and its rounds so far.
+struct Companion {
+  uint64_t shared_buffers_bytes = 0;
+  int clients = 1;
+  MeasuredRounds rounds;
+};
+
+// The companions of a run: how many, one round of companion i, and
+// companion i as it stands.
+struct Companions {
+  size_t count = 0;
+  std::function<absl::Status(size_t)> measure;
+  std::function<Companion(size_t)> at;
+};
+
+struct CompareRunOptions {
+  int64_t rounds = 1000;  // at most
+  uint64_t seed = kDefaultOrderSeed;
+  Precision precision;
+};
+
+// Every configuration, then every companion, once per round, in blocks of
+// one shared_buffers and clients (a ratio divides runs at most a block
+// apart), in shuffled orders, until every cost and rate ratio is within the
+// precision (from 6 rounds on) or the next round would end past the time
+// (base/interleaved.h's RunUntilPrecise). A configuration whose run crashed
+// backends or lost connections keeps its rounds and records the first
+// failure in `failure`: the matrix is finished, and the caller fails after
+// reporting. Errors: RunCycle's, a companion's, Cancelled on a stop request.
+absl::StatusOr<PreciseRun> RunCompare(CompareMatrix& matrix, const Companions& companions,
+                                      const CompareRunOptions& options);
+
+// A row's figures over its rounds.
+struct CompareRowStats {
+  // The cost (the whole server's CPU per connection) and rate (conn/s at
+  // the row's clients) as medians with intervals, and their ratios to the
+  // baseline paired within rounds (none for the baseline itself).
+  ServerStats server;
+  bool is_baseline = false;  // the row is its own baseline: its ratios are 1
+  // conn/s over the bare fork+exit+wait rate the postmaster measured in the
+  // same runs (the baseline's, for a companion); none where not measured.
+  std::optional<double> vs_fork_floor;
+  // The configuration's own figures (none for a companion): the summary of
+  // every round's records, the exit check's wall time against the
+  // baseline's, and its share of a backend's CPU, fork (the postmaster's
+  // fork() included) to reap, in percent, from means so that the shares add
+  // up: what a profile of the loop's server side shows (the 2010
+  // connection-overhead thread's 18 %).
+  std::optional<CycleSummary> summary;
+  std::optional<RatioEstimate> exit_vs_baseline;
+  std::optional<double> exit_check_share_percent;
+};
+
+struct CompareStats {
+  std::vector<CompareRowStats> mock;        // one per matrix configuration
+  std::vector<CompareRowStats> companions;  // one per companion
+  int64_t rounds = 0;
+  double precision = 0;  // the relative half-width asked of every ratio; 0: none
+  // The widest relative half-width of a cost or rate ratio's interval (1
+  // while some ratio has none: base/server_usage.h's WorstHalfWidth), and
+  // whether every one is within the precision. The exit check's ratio is
+  // not held to it: it is one phase, not the whole server.
+  double worst_half_width = 0;
+  bool precise = false;
+  std::vector<std::string> aa_failures;  // A/A rows whose cost or rate ratio is not ~ (RowName)
+};
+
+// The statistics of every row, computed once, before any reporter runs.
+CompareStats ComputeCompareStats(const CompareMatrix& matrix, std::span<const Companion> companions, double precision);
+
+// ComputeCompareStats' worst_half_width alone: what RunCompare asks after
+// each round.
+double CompareWorstHalfWidth(const CompareMatrix& matrix, std::span<const Companion> companions);
+
+}  // namespace backendlab::lifecycle
+
+#endif  // BACKENDLAB_LIFECYCLE_COMPARE_H_

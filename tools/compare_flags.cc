@@ -1,0 +1,194 @@
+// `compare`'s flags: the matrix's lists, the baseline, the rounds, and the
+// real servers of --with-pg.
+#include "tools/compare_flags.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "buffers/exit_check.h"
+#include "buffers/refcount_table.h"
+#include "buffers/shared_buffers.h"
+#include "catcache/bucket_allocator.h"
+#include "tools/cycle_flags.h"
+
+namespace backendlab::tools {
+namespace {
+
+constexpr FlagSpec kFlags[] = {
+    {"layouts", "array,bytes,hash", "refcount table layouts"},
+    {"exit-checks", "always,assert", "exit-check policies"},
+    {"kernel", "simd", "how the exit check scans array and bytes: naive (9.0's loop), word or simd"},
+    {"shared-buffers", "128MB,1GB,8GB", "shared_buffers sizes"},
+    {"catcaches", "palloc0", "catcache bucket strategies"},
+    {"syscaches", "pg17", "syscache profiles: pg90, pg17"},
+    {"mode", "fork", "fork or inproc"},
+    {"clients", "1", "connections in flight at once; a list (1,4) measures every configuration at each, conn/s at one client and at saturation (>= 2 x cores)"},
+    {"connections", "10", "measured connections per configuration and round"},
+    {"rounds", "1000", "at most this many interleaved rounds"},
+    {"precision", "2", "percent: rounds go on until every cost and rate ratio's 95 % interval is within +-this of it (0: every round runs)"},
+    {"max-time", "100s", "no round is begun that would end past this, precise or not"},
+    {"seed", "1", "seed of the rounds' shuffled orders"},
+    {"aa", "off", "also a second copy of the baseline, <baseline>#2, whose ratio to it must come out ~: on or off"},
+    {"warmup", "3", "warm-up connections per configuration and round"},
+    {"work-pins", "20", "pin+unpin pairs per backend"},
+    {"work-lookups", "100", "catcache lookups per backend"},
+    {"backend-profile", "", "a backend weight profile (JSON, written by calibrate) for every mock configuration"},
+    {"syscalls", "off", "count syscalls per phase: on or off"},
+    {"with-pg", "off", "also a real PostgreSQL server per shared_buffers (Debian's 15), measured in the same rounds: on or off"},
+    {"via", "", "with --with-pg: also through a pooler, pgbouncer[:session|:transaction][,...] (see pg)"},
+    {"baseline", "", "ratios against this layout/exit-check[/catcache[/syscache]] (default: array/always if run, else the first)"},
+    {"json", "", "also write the rows as JSON to this file"},
+    {"csv", "", "also write the rows as CSV to this file"},
+    {"svg", "", "also draw CPU per connection vs shared_buffers to this SVG file"},
+};
+
+// The values of list flag `name`, each checked by `parse`, which returns the
+// value and stores it; an equal value given twice under another spelling
+// (1GB,1024MB) is as much a repeat as the same word twice.
+template <typename T>
+absl::StatusOr<std::vector<T>> ParseList(const Flags& flags, std::string_view name,
+                                         std::function<absl::StatusOr<T>(std::string_view)> parse,
+                                         std::function<std::string(const T&)> name_of) {
+  absl::StatusOr<std::vector<std::string>> items = flags.GetList(name);
+  if (!items.ok()) return items.status();
+  std::vector<T> values;
+  std::vector<std::string> names;
+  for (const std::string& item : *items) {
+    absl::StatusOr<T> v = parse(item);
+    if (!v.ok()) return v.status();
+    const std::string canonical = name_of(*v);
+    if (std::find(names.begin(), names.end(), canonical) != names.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("flag ", Quoted("--" + std::string(name)), " lists ", Quoted(canonical), " twice"));
+    }
+    names.push_back(canonical);
+    values.push_back(*std::move(v));
+  }
+  return values;
+}
+
+// --baseline: "layout/exit-check[/catcache[/syscache]]", each a known name.
+absl::StatusOr<std::vector<std::string>> ParseBaseline(const std::string& text) {
+  const std::vector<std::string> parts = absl::StrSplit(text, '/');
+  if (parts.size() < 2 || parts.size() > lifecycle::kNamedDimensions) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--baseline=", Quoted(text), ": expected layout/exit-check[/catcache[/syscache]], e.g. array/always"));
+  }
+  const std::function<absl::Status(std::string_view)> kChecks[lifecycle::kNamedDimensions] = {
+      [](std::string_view v) { return buffers::ParseLayout(v).status(); },
+      [](std::string_view v) { return buffers::ParseExitCheckPolicy(v).status(); },
+      [](std::string_view v) { return catcache::ParseBucketStrategy(v).status(); },
+      [](std::string_view v) { return ParseSyscacheName(v).status(); },
+  };
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (absl::Status s = kChecks[i](parts[i]); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--baseline=", Quoted(text), ": ", s.message()));
+    }
+  }
+  return parts;
+}
+
+// The matrix's lists and baseline from their flags, on `base`.
+absl::StatusOr<lifecycle::CompareSpec> SpecFromFlags(const Flags& flags, const lifecycle::CycleOptions& base, bool aa) {
+  lifecycle::CompareSpec spec;
+  spec.base = base;
+  spec.aa = aa;
+  auto layouts = ParseList<buffers::Layout>(flags, "layouts", buffers::ParseLayout,
+                                            [](const buffers::Layout& v) { return std::string(buffers::LayoutName(v)); });
+  if (!layouts.ok()) return layouts.status();
+  spec.layouts = *std::move(layouts);
+  auto policies = ParseList<buffers::ExitCheckPolicy>(
+      flags, "exit-checks", buffers::ParseExitCheckPolicy,
+      [](const buffers::ExitCheckPolicy& v) { return std::string(buffers::ExitCheckPolicyName(v)); });
+  if (!policies.ok()) return policies.status();
+  spec.exit_checks = *std::move(policies);
+  auto sizes = ParseList<buffers::SharedBuffers>(flags, "shared-buffers", buffers::ParseSharedBuffers,
+                                                 [](const buffers::SharedBuffers& v) { return buffers::FormatSize(v.bytes); });
+  if (!sizes.ok()) return sizes.status();
+  spec.shared_buffers = *std::move(sizes);
+  auto catcaches = ParseList<catcache::BucketStrategy>(
+      flags, "catcaches", catcache::ParseBucketStrategy,
+      [](const catcache::BucketStrategy& v) { return std::string(catcache::BucketStrategyName(v)); });
+  if (!catcaches.ok()) return catcaches.status();
+  spec.catcaches = *std::move(catcaches);
+  auto syscaches = ParseList<std::string>(flags, "syscaches", ParseSyscacheName, [](const std::string& v) { return v; });
+  if (!syscaches.ok()) return syscaches.status();
+  spec.syscaches = *std::move(syscaches);
+  absl::StatusOr<std::vector<int64_t>> clients = flags.GetIntList("clients", 1, lifecycle::kMaxClients);
+  if (!clients.ok()) return clients.status();
+  spec.clients.assign(clients->begin(), clients->end());
+  if (flags.Has("baseline")) {
+    absl::StatusOr<std::vector<std::string>> baseline = ParseBaseline(flags.Get("baseline"));
+    if (!baseline.ok()) return baseline.status();
+    spec.baseline = *std::move(baseline);
+  }
+  return spec;
+}
+
+}  // namespace
+
+std::span<const FlagSpec> CompareFlags() { return kFlags; }
+
+absl::StatusOr<CompareRequest> CompareFromFlags(const Flags& flags) {
+  CompareRequest request;
+  absl::StatusOr<int64_t> rounds = flags.GetInt("rounds", 1, 10'000);
+  if (!rounds.ok()) return rounds.status();
+  request.run.rounds = *rounds;
+  absl::StatusOr<int64_t> per_round = flags.GetInt("connections", 1, 10'000'000);
+  if (!per_round.ok()) return per_round.status();
+  absl::StatusOr<double> precision_pct = flags.GetNumber("precision", 0, 100);
+  if (!precision_pct.ok()) return precision_pct.status();
+  request.precision_percent = *precision_pct;
+  request.run.precision.half_width = *precision_pct / 100;
+  absl::StatusOr<int64_t> max_time_ms = ParseDurationMs(flags.Get("max-time"));
+  if (!max_time_ms.ok()) return absl::InvalidArgumentError(absl::StrCat("--max-time: ", max_time_ms.status().message()));
+  request.run.precision.max_time = absl::Milliseconds(*max_time_ms);
+  absl::StatusOr<int64_t> seed = flags.GetInt("seed", 0, INT64_MAX);
+  if (!seed.ok()) return seed.status();
+  request.run.seed = static_cast<uint64_t>(*seed);
+  absl::StatusOr<bool> aa = flags.GetBool("aa");
+  if (!aa.ok()) return aa.status();
+  request.aa = *aa;
+  // The shared flags (mode, work, warm-up) through the cycle parser; the
+  // matrix's values are set per configuration.
+  absl::StatusOr<lifecycle::CycleOptions> base = CycleOptionsFromFlags(flags, /*with_configuration=*/false);
+  if (!base.ok()) return base.status();
+  base->connections = *per_round;
+  base->baseline_forks = 3;  // before and after each round: the fork floor, over every round (each takes ~1 ms)
+  request.base = *base;
+  absl::StatusOr<lifecycle::CompareSpec> spec = SpecFromFlags(flags, *base, *aa);
+  if (!spec.ok()) return spec.status();
+  absl::StatusOr<lifecycle::CompareMatrix> matrix = lifecycle::BuildCompareMatrix(*spec);
+  if (!matrix.ok()) return matrix.status();
+  request.matrix = *std::move(matrix);
+
+  absl::StatusOr<bool> with_pg = flags.GetBool("with-pg");
+  if (!with_pg.ok()) return with_pg.status();
+  if (!*with_pg) {
+    if (flags.Has("via")) return absl::InvalidArgumentError("--via goes with --with-pg");
+    return request;
+  }
+  std::vector<int64_t> sizes;
+  for (const buffers::SharedBuffers& size : request.matrix.sizes) sizes.push_back(static_cast<int64_t>(size.bytes));
+  pgreal::LoopOptions loop;
+  loop.connections = base->connections;
+  loop.warmup = base->warmup;
+  absl::StatusOr<pgreal::PgRunOptions> pg = pgreal::ServersBeside(sizes, request.matrix.clients, loop, *rounds);
+  if (!pg.ok()) return pg.status();
+  if (flags.Has("via")) {
+    absl::StatusOr<std::vector<std::string>> vias = flags.GetList("via");
+    if (!vias.ok()) return vias.status();
+    absl::StatusOr<std::vector<pgreal::Via>> parsed = pgreal::ParseVias(*vias);
+    if (!parsed.ok()) return parsed.status();
+    pg->via = *parsed;
+  }
+  request.pg = *std::move(pg);
+  return request;
+}
+
+}  // namespace backendlab::tools
