@@ -3,6 +3,8 @@
 
 #include <sched.h>
 
+#include <algorithm>
+
 namespace backendlab {
 
 std::vector<int> AllowedCpus() {
@@ -15,5 +17,7 @@ std::vector<int> AllowedCpus() {
   }
   return cpus;
 }
+
+int SaturationClients() { return std::max(2, 2 * static_cast<int>(AllowedCpus().size())); }
 
 }  // namespace backendlab

@@ -11,6 +11,11 @@ namespace backendlab {
 // order; empty if the mask cannot be read.
 std::vector<int> AllowedCpus();
 
+// Connections in flight that keep every allowed CPU busy: twice their
+// number, at least 2 (a connection's client and its backend alternate on
+// a core). What "at saturation" means for conn/s.
+int SaturationClients();
+
 }  // namespace backendlab
 
 #endif  // BACKENDLAB_BASE_CPUS_H_
