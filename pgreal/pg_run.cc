@@ -414,9 +414,10 @@ absl::Status PgServers::Measure(size_t i) {
   return s;
 }
 
-absl::Status PgServers::Profile() {
+absl::Status PgServers::Profile(int only_clients) {
   for (size_t i = 0; i < result_.targets.size(); ++i) {
     PgTargetResult& target = result_.targets[i];
+    if (only_clients > 0 && target.clients != only_clients) continue;
     if (options_.progress) options_.progress(absl::StrCat("profiling ", target.label));
     if (servers_.empty()) {
       absl::StatusOr<int> major = ServerMajorVersion(options_.conninfo);

@@ -179,8 +179,9 @@ class PgServers {
   // One measured loop against server i (options.loop), its figures added to
   // target(i). A server found dead is an error with its log's last lines.
   absl::Status Measure(size_t i);
-  // --profile's recorded pass of every server (ProfileServer, BuiltinRecording).
-  absl::Status Profile();
+  // --profile's recorded pass of every server (ProfileServer, BuiltinRecording);
+  // with `only_clients` > 0, of the targets with that many clients alone.
+  absl::Status Profile(int only_clients = 0);
   // Stops every server; the figures, or the first error of a stop.
   absl::StatusOr<PgResult> Finish();
 
