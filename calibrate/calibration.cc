@@ -54,14 +54,15 @@ void LeaveOutPhaseClocks(Weighing& w) {
 double Median(const std::vector<double>& v) { return Summarize(v).median; }
 
 // The mock as a PostgreSQL 15 release build is: the hash refcount table,
-// no exit check, palloc0'd catalog caches of a recent syscache set, one
-// client as pg's loop has; no bare forks, so that the server's figures are
+// no exit check, palloc0'd catalog caches of a recent syscache set,
+// `clients` in flight as the real server's loop has; no bare forks, so that the server's figures are
 // its connections' alone.
-lifecycle::CycleOptions MockOptions(const CalibrationOptions& o, int64_t shared_buffers,
+lifecycle::CycleOptions MockOptions(const CalibrationOptions& o, int64_t shared_buffers, int clients,
                                     const std::optional<lifecycle::BackendWeight>& weight,
                                     const std::vector<std::string>& kinds) {
   lifecycle::CycleOptions c;
   c.mode = lifecycle::Mode::kFork;
+  c.clients = clients;
   c.backend.layout = buffers::Layout::kHash;
   c.backend.exit_check = buffers::ExitCheckPolicy::kAssert;
   c.backend.catcache = catcache::BucketStrategy::kPalloc0;
@@ -99,11 +100,12 @@ int64_t RelcacheInitBytes(const std::string& data_dir) {
   return bytes + local;
 }
 
-// A target's figures from round `first` on: the side-by-side's rounds.
+// A target's figures from round `first` on: the side-by-side's rounds;
+// its groups from its profile, if it has one.
 Weighing RealFrom(const pgreal::PgTargetResult& t, size_t first) {
   const std::span<const ServerUsage> server = std::span(t.server_rounds).subspan(std::min(first, t.server_rounds.size()));
   const std::vector<double> rates(t.rates.begin() + static_cast<std::ptrdiff_t>(std::min(first, t.rates.size())), t.rates.end());
-  return RealWeighing(server, rates, t.server_syscall_kinds, t.profiles[0]);
+  return RealWeighing(server, rates, t.server_syscall_kinds, t.profiles.empty() ? nullptr : &t.profiles[0]);
 }
 
 // The totals every weighing has, per connection over its rounds.
@@ -143,15 +145,17 @@ void Shares(Weighing& w) {
 }
 
 // The real server's figures per connection it served (warm-ups included:
-// its counters ran through them), its groups from the profile.
+// its counters ran through them), its groups from the profile (none
+// without one).
 Weighing RealWeighing(std::span<const ServerUsage> rounds, const std::vector<double>& rates,
-                      std::span<const std::string> kinds, const pgreal::ServerProfile& profile) {
+                      std::span<const std::string> kinds, const pgreal::ServerProfile* profile) {
   Weighing w;
   WeighTotals(rounds, rates, kinds, w);
+  if (profile == nullptr) return w;
   // A group's CPU: the server's CPU in the share of its samples that the
   // group's phases hold.
-  const double all = static_cast<double>(std::max<int64_t>(profile.server_samples, 1));
-  for (const pgreal::PhaseSamples& p : profile.phases) {
+  const double all = static_cast<double>(std::max<int64_t>(profile->server_samples, 1));
+  for (const pgreal::PhaseSamples& p : profile->phases) {
     if (std::optional<Group> g = GroupOfRealPhase(p.phase)) {
       w.group_cpu_us[Index(*g)] += w.cpu_us * static_cast<double>(p.samples) / all;
     }
@@ -297,6 +301,9 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
   if (o.connections < 10 || o.connections > 1'000'000) return absl::InvalidArgumentError("--connections must be 10..10^6");
   if (o.rounds < 1 || o.rounds > 100) return absl::InvalidArgumentError("--rounds must be 1..100");
   if (o.iterations < 1 || o.iterations > 20) return absl::InvalidArgumentError("--iterations must be 1..20");
+  if (o.saturation_clients < 0 || o.saturation_clients == 1 || o.saturation_clients > std::min<int64_t>(o.connections, 1000)) {
+    return absl::InvalidArgumentError("the saturation check's clients must be 2 .. min(connections, 1000), or 0 for none");
+  }
   if (o.fit_shared_buffers < (int64_t{1} << 20)) return absl::InvalidArgumentError("the fit's shared_buffers must be at least 1MB");
   if (absl::Status s = profiling::SystemWideRecordingAvailable(); !s.ok()) {
     return absl::FailedPreconditionError(
@@ -314,40 +321,54 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
     }
   }
 
-  // The real server: one per size, measured once each and profiled (the
-  // targets of the fit), kept running for the side-by-side.
+  // The real server: one per size, measured once each at one client and
+  // profiled (the targets of the fit), kept running for the side-by-side,
+  // where the fit's size also runs at saturation.
   pgreal::PgRunOptions real;
   real.installations = {o.installation};
   real.shared_buffers = {o.fit_shared_buffers};
   if (o.check_shared_buffers > 0) real.shared_buffers.push_back(o.check_shared_buffers);
+  real.clients = {1};
+  if (o.saturation_clients > 0) real.clients.push_back(o.saturation_clients);
   real.loop.connections = o.connections;
   real.loop.warmup = o.warmup;
   real.rounds = 1;
   real.profilers = {pgreal::Profiler::kPerf};
   real.profile_options.frequency_hz = o.perf_frequency_hz;
   real.server_syscall_kinds = kinds;
-  // As `pg` runs its servers (clients + 5): a backend's start-up walks
-  // arrays sized by max_connections, so the target is pg's server's.
-  real.server.max_connections = real.loop.clients + 5;
+  // As `pg` runs its servers (the most clients + 5): a backend's start-up
+  // walks arrays sized by max_connections, so the target is pg's server's.
+  real.server.max_connections = real.clients.back() + 5;
   say("calibrate: starting the real server");
   absl::StatusOr<std::unique_ptr<pgreal::PgServers>> servers = pgreal::PgServers::Start(real);
   if (!servers.ok()) return servers.status();
   pgreal::PgServers& pg = **servers;
-  const size_t fit = 0, check = 1;
-  const size_t sizes = pg.size();
-  for (size_t i = 0; i < sizes; ++i) {
+  // A target per size and clients entry.
+  auto target_at = [&](int64_t size, int clients) {
+    for (size_t i = 0; i < pg.size(); ++i) {
+      if (pg.target(i).shared_buffers_bytes == size && pg.target(i).clients == clients) return i;
+    }
+    return pg.size();
+  };
+  const size_t fit = target_at(o.fit_shared_buffers, 1);
+  const size_t check = o.check_shared_buffers > 0 ? target_at(o.check_shared_buffers, 1) : pg.size();
+  const size_t saturated = o.saturation_clients > 0 ? target_at(o.fit_shared_buffers, o.saturation_clients) : pg.size();
+  std::vector<size_t> one_client = {fit};
+  if (check < pg.size()) one_client.push_back(check);
+  for (size_t i : one_client) {
     say(absl::StrCat("calibrate: measuring ", pg.target(i).label));
     if (absl::Status s = pg.Measure(i); !s.ok()) return s;
   }
   say("calibrate: profiling the real server (perf record)");
-  if (absl::Status s = pg.Profile(); !s.ok()) return s;
-  for (size_t i = 0; i < sizes; ++i) {
+  if (absl::Status s = pg.Profile(/*only_clients=*/1); !s.ok()) return s;
+  for (size_t i : one_client) {
     if (pg.target(i).profiles.empty()) return absl::InternalError(absl::StrCat(pg.target(i).label, ": no profile was recorded"));
   }
   const Weighing real_target = RealFrom(pg.target(fit), 0);
 
   CalibrationResult result;
-  result.server_label = pg.target(fit).label;
+  result.server_label = absl::StrCat(pg.target(fit).installation.major, "/",
+                                     buffers::FormatSize(static_cast<uint64_t>(o.fit_shared_buffers)));
   result.server_version = pg.target(fit).installation.version;
   result.server_build = pg.target(fit).installation.build;
 
@@ -373,6 +394,7 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
   // The mock unweighted, then weighed `iterations` times.
   struct MockRun {
     int64_t size;
+    int clients;
     std::optional<lifecycle::BackendWeight> weight;
     lifecycle::CycleResult total;
     std::vector<ServerUsage> rounds;
@@ -380,7 +402,7 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
     Weighing Weigh(std::span<const std::string> kinds) const { return MockWeighing(total, rounds, rates, kinds); }
   };
   auto run_mock = [&](MockRun& m) -> absl::Status {
-    absl::StatusOr<lifecycle::CycleResult> r = lifecycle::RunCycle(MockOptions(o, m.size, m.weight, kinds));
+    absl::StatusOr<lifecycle::CycleResult> r = lifecycle::RunCycle(MockOptions(o, m.size, m.clients, m.weight, kinds));
     if (!r.ok()) return r.status();
     if (r->interrupted) return StoppedStatus();
     const double wall = static_cast<double>(std::max<int64_t>(r->wall_ns, 1));
@@ -390,16 +412,16 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
     return absl::OkStatus();
   };
   {
-    MockRun unweighted{o.fit_shared_buffers, std::nullopt, {}, {}, {}};
+    MockRun unweighted{o.fit_shared_buffers, 1, std::nullopt, {}, {}, {}};
     say("calibrate: the mock, unweighted");
     if (absl::Status s = run_mock(unweighted); !s.ok()) return s;
-    MockRun starting{o.fit_shared_buffers, w, {}, {}, {}};
+    MockRun starting{o.fit_shared_buffers, 1, w, {}, {}, {}};
     say("calibrate: the mock with the starting profile");
     if (absl::Status s = run_mock(starting); !s.ok()) return s;
     Weighing mock = ChooseExitPath(real_target, starting.Weigh(kinds), unweighted.Weigh(kinds), w, result.notes);
     for (int i = 0; i < o.iterations; ++i) {
       Refit(real_target, mock, w, result.notes, i + 1 == o.iterations);
-      MockRun weighed{o.fit_shared_buffers, w, {}, {}, {}};
+      MockRun weighed{o.fit_shared_buffers, 1, w, {}, {}, {}};
       say(absl::StrCat("calibrate: fit ", i + 1, "/", o.iterations));
       if (absl::Status s = run_mock(weighed); !s.ok()) return s;
       mock = weighed.Weigh(kinds);
@@ -415,29 +437,44 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
               {"real_minor_faults_per_connection", real_target.minor_faults}};
 
   // The side-by-side: real and mock (weighed and not) at the fit's size and
-  // the check's, in an order shuffled each round.
+  // the check's, and both at saturation, in an order shuffled each round.
   // Each real target's rounds so far (the fit's measurement) are not the
   // side-by-side's.
+  std::vector<size_t> reals = one_client;
+  if (saturated < pg.size()) reals.push_back(saturated);
   std::vector<size_t> first_round;
-  for (size_t i = 0; i < sizes; ++i) first_round.push_back(pg.target(i).rates.size());
-  std::vector<MockRun> mocks = {{o.fit_shared_buffers, w, {}, {}, {}}, {o.fit_shared_buffers, std::nullopt, {}, {}, {}}};
-  if (sizes > 1) mocks.push_back({o.check_shared_buffers, w, {}, {}, {}});
-  const size_t configs = sizes + mocks.size();
+  for (size_t i = 0; i < pg.size(); ++i) first_round.push_back(pg.target(i).rates.size());
+  std::vector<MockRun> mocks = {{o.fit_shared_buffers, 1, w, {}, {}, {}}, {o.fit_shared_buffers, 1, std::nullopt, {}, {}, {}}};
+  const size_t mock_check = mocks.size();
+  if (check < pg.size()) mocks.push_back({o.check_shared_buffers, 1, w, {}, {}, {}});
+  const size_t mock_saturated = mocks.size();
+  if (saturated < pg.size()) mocks.push_back({o.fit_shared_buffers, o.saturation_clients, w, {}, {}, {}});
   say("calibrate: real and mock side by side");
-  absl::Status status = RunInterleaved("calibrate", o.rounds, configs, [&](size_t i, int64_t) -> absl::Status {
-    if (i < sizes) return pg.Measure(i);
-    return run_mock(mocks[i - sizes]);
+  absl::Status status = RunInterleaved("calibrate", o.rounds, reals.size() + mocks.size(), [&](size_t i, int64_t) -> absl::Status {
+    if (i < reals.size()) return pg.Measure(reals[i]);
+    return run_mock(mocks[i - reals.size()]);
   });
   if (!status.ok()) return status;
   result.real_fit = RealFrom(pg.target(fit), first_round[fit]);
   result.mock_fit = mocks[0].Weigh(kinds);
   result.mock_unweighted = mocks[1].Weigh(kinds);
   result.fit = AgreementOf(result.mock_fit, result.real_fit);
-  if (sizes > 1) {
+  if (check < pg.size()) {
     result.checked = true;
     result.real_check = RealFrom(pg.target(check), first_round[check]);
-    result.mock_check = mocks[2].Weigh(kinds);
+    result.mock_check = mocks[mock_check].Weigh(kinds);
     result.check = AgreementOf(result.mock_check, result.real_check);
+  }
+  if (saturated < pg.size()) {
+    result.saturated = true;
+    result.real_saturated = RealFrom(pg.target(saturated), first_round[saturated]);
+    result.mock_saturated = mocks[mock_saturated].Weigh(kinds);
+    // The mock's groups come from its phase counters, the real server's
+    // from a profile this check does not take: totals only, on both sides.
+    result.mock_saturated.group_cpu_us = {};
+    result.mock_saturated.group_share = {};
+    result.mock_saturated.group_minor_faults = {};
+    result.saturation = AgreementOf(result.mock_saturated, result.real_saturated);
   }
   absl::StatusOr<pgreal::PgResult> finished = pg.Finish();
   if (!finished.ok()) return finished.status();

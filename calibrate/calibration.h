@@ -96,6 +96,11 @@ struct CalibrationOptions {
   int64_t connections = 300;  // per measured run, real and mock alike
   int64_t warmup = 20;
   int64_t rounds = 3;         // of the final side-by-side, and of the real server's first measurement
+  // The saturation check: the real server and the calibrated mock at the
+  // fit's size with this many connections in flight (base/cpus.h's
+  // SaturationClients, >= 2 x cores), in the side-by-side's rounds, beside
+  // one client; checked, not fitted. 0: no check. At most `connections`.
+  int saturation_clients = 0;
   int iterations = 3;         // of the fit
   int perf_frequency_hz = 999;
   std::function<void(const std::string&)> progress;
@@ -111,6 +116,11 @@ struct CalibrationResult {
   bool checked = false;
   Weighing real_check, mock_check;               // at check_shared_buffers, the same profile
   Agreement check;                               // mock_check over real_check
+  // At fit_shared_buffers with saturation_clients in flight (the real
+  // server's groups unprofiled: totals only).
+  bool saturated = false;
+  Weighing real_saturated, mock_saturated;
+  Agreement saturation;                          // mock_saturated over real_saturated
   // What the profile cannot do: a kind of system call the real backend makes
   // more of than a weight can make, a group the mock already spends more on.
   std::vector<std::string> notes;

@@ -29,9 +29,10 @@ void Shares(Weighing& w);
 // The real server's figures per connection it served over `rounds` (warm-ups
 // included: its counters ran through them), `kinds` the order of each
 // round's syscalls_by_kind; each group's CPU is the server's CPU in the
-// share of the profile's samples that the group's phases hold.
+// share of the profile's samples that the group's phases hold (every group
+// 0 without a profile: a run not profiled has its totals alone).
 Weighing RealWeighing(std::span<const ServerUsage> rounds, const std::vector<double>& rates,
-                      std::span<const std::string> kinds, const pgreal::ServerProfile& profile);
+                      std::span<const std::string> kinds, const pgreal::ServerProfile* profile);
 
 // The mock's, from its rounds' server usage and its backends' phase records
 // (`merged`: every round's, lifecycle::MergeRound).

@@ -42,7 +42,7 @@ TEST(RealWeighingTest, PerConnectionServedAndGroupsAsTheSamplesSplit) {
   pgreal::ServerProfile profile;
   profile.server_samples = 200;
   profile.phases = {{"fork", 20}, {"init", 60}, {"work", 10}, {"exit", 60}, {"reap", 30}, {"aux", 10}, {"unclaimed", 10}};
-  const Weighing w = RealWeighing(rounds, {40, 50, 60}, kinds, profile);
+  const Weighing w = RealWeighing(rounds, {40, 50, 60}, kinds, &profile);
   EXPECT_DOUBLE_EQ(w.connections_per_second, 50);
   EXPECT_DOUBLE_EQ(w.cpu_us, 40'000) << "the rounds merged, then per connection";
   EXPECT_DOUBLE_EQ(w.minor_faults, 700);
@@ -61,8 +61,14 @@ TEST(RealWeighingTest, PerConnectionServedAndGroupsAsTheSamplesSplit) {
   double sum = 0;
   for (double s : w.group_share) sum += s;
   EXPECT_NEAR(sum, 1, 1e-12);
+  // Not profiled (the saturation check's server): the same totals, no groups.
+  const Weighing totals = RealWeighing(rounds, {40, 50, 60}, kinds, nullptr);
+  EXPECT_DOUBLE_EQ(totals.cpu_us, 40'000);
+  EXPECT_DOUBLE_EQ(totals.minor_faults, 700);
+  for (double us : totals.group_cpu_us) EXPECT_EQ(us, 0);
+  for (double share : totals.group_share) EXPECT_EQ(share, 0);
   rounds[1].syscalls = -1;
-  EXPECT_DOUBLE_EQ(RealWeighing(rounds, {1}, kinds, profile).syscalls, -1) << "one round not counted: not counted";
+  EXPECT_DOUBLE_EQ(RealWeighing(rounds, {1}, kinds, &profile).syscalls, -1) << "one round not counted: not counted";
 }
 
 // Mock over real, round by round: round 1's CPU ratio is 1.1 and round 2's

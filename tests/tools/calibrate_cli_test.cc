@@ -35,6 +35,8 @@ TEST_F(CalibrateCliTest, BadInputIsOneLineAndExitTwo) {
       {"calibrate", "--connections=5"},
       {"calibrate", "--rounds=0"},
       {"calibrate", "--iterations=50"},
+      {"calibrate", "--saturation=1"},  // one client is not saturation
+      {"calibrate", "--connections=10", "--saturation=11"},
       {"calibrate", "--bindir=/nonexistent"},
       {"calibrate", "--bogus=1"},
       {"cycle", "--backend-profile=/nonexistent/p.json"},
@@ -72,7 +74,7 @@ class CalibrateServerTest : public PgCliTest {
 TEST_F(CalibrateServerTest, TinyFitWritesAProfileACycleRunsWith) {
   const std::string profile = dir_ + "/fitted.json", json = dir_ + "/calibrate.json";
   const RunResult r = Run({"calibrate", "--connections=20", "--warmup=2", "--rounds=2", "--iterations=1", "--check=off",
-                           "--backend-profile=" + profile, "--json=" + json});
+                           "--saturation=3", "--backend-profile=" + profile, "--json=" + json});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("server CPU us/conn"), std::string::npos) << r.out;
   absl::StatusOr<lifecycle::BackendWeight> w = lifecycle::LoadBackendWeight(profile);
@@ -102,6 +104,22 @@ TEST_F(CalibrateServerTest, TinyFitWritesAProfileACycleRunsWith) {
   EXPECT_TRUE(goal == "met" || goal == "missed" || goal == "unsure") << goal;
   EXPECT_EQ(rows["conn/s"]["goal"], "") << "conn/s is checked, not fitted";
   EXPECT_EQ(rows["conn/s"]["vs_real_ci"].size(), 2u) << rows["conn/s"].dump();
+  // The saturation check: 3 clients in flight, in the same two rounds,
+  // conn/s paired as at one client; totals only, no groups.
+  EXPECT_EQ(j["header"]["saturation_clients"], 3);
+  const nlohmann::json& real_rates = j["header"]["real_saturated"]["rounds_connections_per_second"];
+  const nlohmann::json& mock_rates = j["header"]["mock_saturated"]["rounds_connections_per_second"];
+  ASSERT_EQ(real_rates.size(), 2u) << j["header"]["real_saturated"].dump();
+  ASSERT_EQ(mock_rates.size(), 2u) << j["header"]["mock_saturated"].dump();
+  const double saturated = std::sqrt(mock_rates[0].get<double>() / real_rates[0].get<double>() * mock_rates[1].get<double>() /
+                                     real_rates[1].get<double>());
+  const nlohmann::json& rate = rows["conn/s"];
+  EXPECT_NEAR(rate["vs_real_saturated"].get<double>(), saturated, 1e-9 * saturated) << rate.dump();
+  ASSERT_EQ(rate["vs_real_saturated_ci"].size(), 2u) << rate.dump();
+  EXPECT_TRUE(rate["vs_real_saturated_verdict"].is_string()) << rate.dump();
+  EXPECT_TRUE(rows["server CPU us/conn"]["vs_real_saturated"].is_number()) << rows["server CPU us/conn"].dump();
+  EXPECT_TRUE(rows["work share %"]["real_saturated"].is_null()) << "no profile at saturation: no groups";
+  EXPECT_NE(r.out.find("real (3 clients)"), std::string::npos) << r.out;
   // libc's exit path unless the mock's own exit handlers outweighed the
   // real exit, which a note then says, the exit's work done as exit work.
   if (w->exit_path == lifecycle::ExitPath::kUnderscoreExit) {
