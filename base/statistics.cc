@@ -74,7 +74,7 @@ Verdict VerdictOf(const Interval& interval, Better better) {
   return above == (better == Better::kHigher) ? Verdict::kFaster : Verdict::kSlower;
 }
 
-RatioEstimate PairedRatio(std::span<const double> a, std::span<const double> b, Better better) {
+RatioEstimate PairedRatio(std::span<const double> a, std::span<const double> b, Better better, double confidence) {
   BACKENDLAB_CHECK(a.size() == b.size());
   std::vector<double> logs;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -91,7 +91,7 @@ RatioEstimate PairedRatio(std::span<const double> a, std::span<const double> b, 
   double ss = 0;
   for (double l : logs) ss += (l - mean) * (l - mean);
   const double n = static_cast<double>(logs.size());
-  const double half = StudentTQuantile(r.rounds - 1) * std::sqrt(ss / (n - 1)) / std::sqrt(n);
+  const double half = StudentTQuantile(r.rounds - 1, confidence) * std::sqrt(ss / (n - 1)) / std::sqrt(n);
   r.interval = {std::exp(mean - half), std::exp(mean + half)};
   r.has_interval = true;
   r.verdict = VerdictOf(r.interval, better);
@@ -99,9 +99,9 @@ RatioEstimate PairedRatio(std::span<const double> a, std::span<const double> b, 
 }
 
 std::optional<RatioEstimate> PairedRatioOfCommonRounds(std::span<const double> a, std::span<const double> b,
-                                                       Better better) {
+                                                       Better better, double confidence) {
   const size_t n = std::min(a.size(), b.size());
-  const RatioEstimate r = PairedRatio(a.first(n), b.first(n), better);
+  const RatioEstimate r = PairedRatio(a.first(n), b.first(n), better, confidence);
   if (r.rounds == 0) return std::nullopt;
   return r;
 }

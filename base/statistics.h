@@ -63,13 +63,16 @@ struct RatioEstimate {
 // b[i] are round i's figures. Rounds where either is not positive are left
 // out (a configuration that served nothing in a round has no ratio there).
 // `better` says which way is faster for A. Fewer than 2 usable rounds: no
-// interval, verdict `~`.
-RatioEstimate PairedRatio(std::span<const double> a, std::span<const double> b, Better better);
+// interval, verdict `~`. `confidence`: the interval's, kConfidence unless a
+// family of comparisons is held to it together (Bonferroni: each at
+// 1 - (1 - kConfidence) / k of k).
+RatioEstimate PairedRatio(std::span<const double> a, std::span<const double> b, Better better,
+                          double confidence = kConfidence);
 
 // PairedRatio over the rounds both have (a run stopped early may leave one
 // configuration a round ahead); none where no round has both figures.
 std::optional<RatioEstimate> PairedRatioOfCommonRounds(std::span<const double> a, std::span<const double> b,
-                                                       Better better);
+                                                       Better better, double confidence = kConfidence);
 
 // A baseline against itself over `rounds` rounds: exactly 1, no interval
 // (there is no spread to give one), verdict `~`.

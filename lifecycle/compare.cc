@@ -2,6 +2,8 @@
 #include "lifecycle/compare.h"
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -210,6 +212,37 @@ ServerRows ServerRowsOf(const CompareMatrix& matrix, std::span<const Companion> 
   return rows;
 }
 
+// The A/A copies' cost and rate ratios to their baselines, every one
+// that exists, each held to 1 - (1 - kConfidence) / k of the k there are
+// (Bonferroni): the family is held to kConfidence together, so that a run
+// on a quiet machine fails the check in at most 1 - kConfidence of runs.
+// At kConfidence each, one of 6 (3 sizes x cost and rate) would fall
+// outside in up to 26 % of such runs.
+void AaCheck(const CompareMatrix& matrix, CompareStats& stats) {
+  struct Pair {
+    const CompareConfig* copy;
+    std::vector<double> a, b;
+    Better better;
+  };
+  std::vector<Pair> family;
+  for (const CompareConfig& c : matrix.configs) {
+    const CompareConfig* b = c.aa ? BaselineOf(matrix, c) : nullptr;
+    if (b == nullptr) continue;
+    family.push_back({&c, c.rates, b->rates, Better::kHigher});
+    family.push_back({&c, CpuUsByRound(c.server_rounds), CpuUsByRound(b->server_rounds), Better::kLower});
+  }
+  std::erase_if(family, [](const Pair& p) { return !PairedRatioOfCommonRounds(p.a, p.b, p.better); });
+  stats.aa_ratios = static_cast<int>(family.size());
+  if (family.empty()) return;
+  stats.aa_confidence = 1 - (1 - kConfidence) / static_cast<double>(family.size());
+  for (const Pair& p : family) {
+    const std::string name = RowName(matrix, *p.copy);
+    const std::optional<RatioEstimate> r = PairedRatioOfCommonRounds(p.a, p.b, p.better, stats.aa_confidence);
+    const bool listed = std::find(stats.aa_failures.begin(), stats.aa_failures.end(), name) != stats.aa_failures.end();
+    if (r->verdict != Verdict::kSame && !listed) stats.aa_failures.push_back(name);
+  }
+}
+
 std::optional<double> OverFloor(double rate, const CycleSummary& s) {
   if (s.baseline_forks_per_second <= 0) return std::nullopt;
   return rate / s.baseline_forks_per_second;
@@ -243,14 +276,9 @@ CompareStats ComputeCompareStats(const CompareMatrix& matrix, std::span<const Co
     for (const PhaseHistograms& p : c.merged.backends.phases) all += p.cpu_ns.mean();
     const double check = c.merged.backends.phases[static_cast<int>(Phase::kExitCheck)].cpu_ns.mean();
     if (all > 0) r.exit_check_share_percent = 100 * check / all;
-    if (c.aa) {
-      const ServerStats& s = r.server;
-      const bool differs = (s.cpu_vs_baseline && s.cpu_vs_baseline->verdict != Verdict::kSame) ||
-                           (s.rate_vs_baseline && s.rate_vs_baseline->verdict != Verdict::kSame);
-      if (differs) stats.aa_failures.push_back(RowName(matrix, c));
-    }
     stats.mock.push_back(std::move(r));
   }
+  AaCheck(matrix, stats);
   for (size_t i = 0; i < companions.size(); ++i) {
     CompareRowStats r;
     r.server = std::move(rows.companions[i]);

@@ -168,7 +168,15 @@ struct CompareStats {
   // not held to it: it is one phase, not the whole server.
   double worst_half_width = 0;
   bool precise = false;
-  std::vector<std::string> aa_failures;  // A/A rows whose cost or rate ratio is not ~ (RowName)
+  // The A/A check: rows whose cost or rate ratio to the baseline is not ~
+  // (RowName) when the run's `aa_ratios` A/A ratios are held to
+  // kConfidence together (Bonferroni: each at `aa_confidence`, 1 - 0.05 /
+  // aa_ratios), so that a quiet machine fails it in at most 5 % of runs. A
+  // row's own 95 % interval, in the table, may exclude 1 in a quiet run, as
+  // one ratio in twenty must.
+  std::vector<std::string> aa_failures;
+  int aa_ratios = 0;
+  double aa_confidence = kConfidence;
 };
 
 // The statistics of every row, computed once, before any reporter runs.

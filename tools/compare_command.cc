@@ -101,7 +101,11 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   header["statistics_s"] = absl::ToDoubleSeconds(statistics_time);
   header["baseline"] = matrix.baseline_label;
   header["aa"] = request->aa;
-  if (request->aa) header["aa_failures"] = stats.aa_failures;
+  if (request->aa) {
+    header["aa_failures"] = stats.aa_failures;
+    header["aa_ratios"] = stats.aa_ratios;
+    header["aa_confidence"] = stats.aa_confidence;
+  }
   header["shared"] = ConfigJson(request->base);
   header["shared"]["clients"] = matrix.clients;
   if (!targets.empty()) header["pg"] = PgHeader(targets[0]);

@@ -141,11 +141,16 @@ void PrintCompareNotes(const CompareMatrix& matrix, const CompareStats& stats, b
     out << "\n";
   }
   if (aa) {
+    const std::string family =
+        absl::StrFormat("its %d cost and rate ratios held to 95 %% together, each at %.2f %%", stats.aa_ratios,
+                        100 * stats.aa_confidence);
     if (stats.aa_failures.empty()) {
-      out << "A/A: every " << matrix.baseline_label << "#2 came out ~ against " << matrix.baseline_label << ", as it must.\n";
+      out << "A/A: every " << matrix.baseline_label << "#2 came out ~ against " << matrix.baseline_label << " (" << family
+          << "),\n  as it must.\n";
     } else {
-      out << "A/A: " << absl::StrJoin(stats.aa_failures, ", ") << " differ from the same configuration: this machine was too\n"
-          << "noisy for the precision asked; a difference of that size elsewhere in this table is not resolved.\n";
+      out << "A/A: " << absl::StrJoin(stats.aa_failures, ", ") << " differ from the same configuration (" << family
+          << "):\n  this machine was too noisy for the precision asked; a difference of that size elsewhere in this table\n"
+          << "  is not resolved.\n";
     }
   }
   if (!targets.empty()) {

@@ -162,6 +162,39 @@ TEST(CompareStatsTest, RatiosArePairedToTheBaselineAndTheCopyMustComeOutSame) {
   EXPECT_TRUE(ComputeCompareStats(*m, {}, 0).precise) << "no precision asked: every ratio counts as precise";
 }
 
+// The A/A check holds the run's A/A ratios to 95 % together: each at
+// 1 - 0.05 / k. The copy's conn/s is exp(0.0125 +- 0.01) of the baseline's,
+// round by round, over 6 rounds: t = 0.0125 / (0.010954 / sqrt 6) = 2.795,
+// past t(0.975, 5) = 2.571, so the row's own 95 % interval excludes 1; its
+// CPU is the baseline's, so the family is k = 2 ratios, each at 97.5 %,
+// where t(0.9875, 5) = 3.16 holds 2.795: the check passes. A 10 % copy fails it.
+TEST(CompareStatsTest, TheAaCheckHoldsTheRunsAaRatiosTo95PercentTogether) {
+  CompareSpec spec = Spec();
+  spec.layouts.resize(1);
+  spec.shared_buffers.resize(1);
+  spec.catcaches.resize(1);
+  spec.clients = {1};
+  spec.aa = true;
+  absl::StatusOr<CompareMatrix> m = BuildCompareMatrix(spec);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->configs.size(), 2u);
+  std::vector<double> copy_rates;
+  for (int i = 0; i < 6; ++i) copy_rates.push_back(100 * std::exp(0.0125 + (i % 2 == 0 ? 0.01 : -0.01)));
+  const std::vector<double> cpu = {10, 11, 12, 13, 14, 15};
+  Rounds(m->configs[0], {100, 100, 100, 100, 100, 100}, cpu);
+  Rounds(m->configs[1], copy_rates, cpu);
+  const CompareStats stats = ComputeCompareStats(*m, {}, 0);
+  ASSERT_TRUE(stats.mock[1].server.rate_vs_baseline);
+  EXPECT_EQ(stats.mock[1].server.rate_vs_baseline->verdict, Verdict::kFaster) << "alone, at 95 %";
+  EXPECT_EQ(stats.aa_ratios, 2);
+  EXPECT_DOUBLE_EQ(stats.aa_confidence, 0.975);
+  EXPECT_TRUE(stats.aa_failures.empty()) << "held together, the family is ~";
+
+  for (double& r : copy_rates) r *= 1.1;
+  Rounds(m->configs[1], copy_rates, cpu);
+  EXPECT_EQ(ComputeCompareStats(*m, {}, 0).aa_failures, std::vector<std::string>{"array/always#2 at 128MB"});
+}
+
 TEST(CompareRunTest, EveryConfigurationAndCompanionOncePerRound) {
   CompareSpec spec;
   spec.base.mode = Mode::kInproc;
