@@ -301,8 +301,10 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
   if (o.connections < 10 || o.connections > 1'000'000) return absl::InvalidArgumentError("--connections must be 10..10^6");
   if (o.rounds < 1 || o.rounds > 100) return absl::InvalidArgumentError("--rounds must be 1..100");
   if (o.iterations < 1 || o.iterations > 20) return absl::InvalidArgumentError("--iterations must be 1..20");
-  if (o.saturation_clients < 0 || o.saturation_clients == 1 || o.saturation_clients > std::min<int64_t>(o.connections, 1000)) {
-    return absl::InvalidArgumentError("the saturation check's clients must be 2 .. min(connections, 1000), or 0 for none");
+  if (o.saturation_clients < 0 || o.saturation_clients == 1 ||
+      o.saturation_clients > std::min<int64_t>(o.connections, pgreal::kMaxClients)) {
+    return absl::InvalidArgumentError(absl::StrCat("the saturation check's clients must be 2 .. min(connections, ",
+                                                   pgreal::kMaxClients, "), or 0 for none"));
   }
   if (o.fit_shared_buffers < (int64_t{1} << 20)) return absl::InvalidArgumentError("the fit's shared_buffers must be at least 1MB");
   if (absl::Status s = profiling::SystemWideRecordingAvailable(); !s.ok()) {

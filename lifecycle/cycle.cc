@@ -121,7 +121,7 @@ absl::StatusOr<CycleResult> RunInproc(const CycleOptions& options, const Backend
       if (absl::Status s = sampling.Start(); !s.ok()) return s;
       start = NowNs();
     }
-    if (options.connections == 0 && !warmup && NowNs() - start >= options.duration_ms * 1'000'000) break;
+    if (options.connections == 0 && !warmup && NowNs() - start >= absl::ToInt64Nanoseconds(options.duration)) break;
     BackendRecord record;
     record.sequence = seq;
     record.accept_ns = NowNs();
@@ -276,7 +276,7 @@ absl::Status ValidateCycleOptions(const CycleOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat("--clients must be 1..", kMaxClients));
   }
   if (o.connections < 0) return absl::InvalidArgumentError("--connections must be positive");
-  if (o.connections == 0 && o.duration_ms <= 0) {
+  if (o.connections == 0 && o.duration <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("give --connections=N or --duration=T");
   }
   if (o.connections > 0 && o.clients > o.connections) {

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "base/histogram.h"
 #include "base/names.h"
 #include "base/server_usage.h"
@@ -33,8 +34,8 @@ struct CycleOptions {
   Mode mode = Mode::kFork;
   BackendConfig backend;
   int clients = 1;
-  int64_t connections = 200;  // measured connections; 0: run for duration_ms instead
-  int64_t duration_ms = 0;
+  int64_t connections = 200;  // measured connections; 0: run for `duration` instead
+  absl::Duration duration = absl::ZeroDuration();
   int64_t warmup = 20;        // connections run first and left out of every figure
   int baseline_forks = 100;   // bare fork+_exit+waitpid cycles, before and after the run
   // Profile the measured part of the run: the postmaster and every measured

@@ -77,7 +77,7 @@ void Loop::BeginMeasuring() {
   measuring_ = true;
   begin_usage_ = SampleSelf();
   begin_ns_ = NowNs();
-  deadline_ns_ = begin_ns_ + options_.duration_ns;
+  deadline_ns_ = begin_ns_ + absl::ToInt64Nanoseconds(options_.duration);
 }
 
 absl::Status Loop::Start(Client& c) {

@@ -9,17 +9,22 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "base/histogram.h"
 #include "base/resource_usage.h"
 
 namespace backendlab::pgreal {
 
+// The most connections a loop keeps in flight: each is a server backend
+// (max_connections is set above it) and a client socket in the tool.
+inline constexpr int kMaxClients = 1000;
+
 struct LoopOptions {
   std::string conninfo;
   int clients = 1;
-  // Measured connections; or, when 0, as many as fit in duration_ns.
+  // Measured connections; or, when 0, as many as fit in `duration`.
   int64_t connections = 0;
-  int64_t duration_ns = 0;
+  absl::Duration duration = absl::ZeroDuration();
   // Connections made first and left out of every figure.
   int64_t warmup = 0;
   std::string query;  // sent once per connection when not empty

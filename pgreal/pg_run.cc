@@ -244,9 +244,11 @@ absl::Status ProfileOnce(const PgRunOptions& options, const std::string& conninf
 
 absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& options) {
   if (options.rounds < 1) return absl::InvalidArgumentError("--rounds must be at least 1");
-  if (options.loop.clients < 1) return absl::InvalidArgumentError("--clients must be at least 1");
+  if (options.loop.clients < 1 || options.loop.clients > kMaxClients) {
+    return absl::InvalidArgumentError(absl::StrCat("--clients must be 1..", kMaxClients));
+  }
   for (int c : options.clients) {
-    if (c < 1) return absl::InvalidArgumentError("--clients must be at least 1");
+    if (c < 1 || c > kMaxClients) return absl::InvalidArgumentError(absl::StrCat("--clients must be 1..", kMaxClients));
   }
   const std::vector<int> sweep = options.clients.empty() ? std::vector<int>{options.loop.clients} : options.clients;
   auto with_clients = [&](std::string label, int c) {
@@ -489,6 +491,9 @@ std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets)
 absl::StatusOr<PgRunOptions> ServersBeside(std::span<const int64_t> shared_buffers, std::span<const int> clients,
                                            const LoopOptions& loop, int64_t rounds) {
   if (shared_buffers.empty() || clients.empty()) return absl::InvalidArgumentError("servers beside a matrix need its sizes and clients");
+  if (*std::max_element(clients.begin(), clients.end()) > kMaxClients) {
+    return absl::InvalidArgumentError(absl::StrCat("a real server takes at most ", kMaxClients, " clients"));
+  }
   absl::StatusOr<Installation> installation = DefaultInstallation();
   if (!installation.ok()) return installation.status();
   PgRunOptions options;

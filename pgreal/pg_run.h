@@ -146,7 +146,8 @@ std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets)
 // The servers measured beside another experiment's rounds (`compare
 // --with-pg`): the default installation's (Debian's 15) at each
 // shared_buffers, a target per clients entry (max_connections room for the
-// most), with `loop`'s connections and warm-up, at most `rounds`. Not found:
+// most), with `loop`'s connections and warm-up, at most `rounds`.
+// InvalidArgument: more than kMaxClients clients. Not found:
 // DefaultInstallation's error.
 absl::StatusOr<PgRunOptions> ServersBeside(std::span<const int64_t> shared_buffers, std::span<const int> clients,
                                            const LoopOptions& loop, int64_t rounds);

@@ -145,9 +145,9 @@ absl::StatusOr<CompareRequest> CompareFromFlags(const Flags& flags) {
   if (!precision_pct.ok()) return precision_pct.status();
   request.precision_percent = *precision_pct;
   request.run.precision.half_width = *precision_pct / 100;
-  absl::StatusOr<int64_t> max_time_ms = ParseDurationMs(flags.Get("max-time"));
-  if (!max_time_ms.ok()) return absl::InvalidArgumentError(absl::StrCat("--max-time: ", max_time_ms.status().message()));
-  request.run.precision.max_time = absl::Milliseconds(*max_time_ms);
+  absl::StatusOr<absl::Duration> max_time = ParseDuration(flags.Get("max-time"));
+  if (!max_time.ok()) return absl::InvalidArgumentError(absl::StrCat("--max-time: ", max_time.status().message()));
+  request.run.precision.max_time = *max_time;
   absl::StatusOr<int64_t> seed = flags.GetInt("seed", 0, INT64_MAX);
   if (!seed.ok()) return seed.status();
   request.run.seed = static_cast<uint64_t>(*seed);

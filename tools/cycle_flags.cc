@@ -13,7 +13,7 @@
 
 namespace backendlab::tools {
 
-absl::StatusOr<int64_t> ParseDurationMs(std::string_view text) {
+absl::StatusOr<absl::Duration> ParseDuration(std::string_view text) {
   const std::string t(text);
   size_t digits = 0;
   while (digits < t.size() && t[digits] >= '0' && t[digits] <= '9') ++digits;
@@ -39,7 +39,7 @@ absl::StatusOr<int64_t> ParseDurationMs(std::string_view text) {
   if (ms <= 0 || ms > kDayMs) {
     return absl::InvalidArgumentError(absl::StrCat("invalid duration ", Quoted(t), ": must be > 0 and at most a day"));
   }
-  return ms;
+  return absl::Milliseconds(ms);
 }
 
 namespace {
@@ -117,9 +117,9 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
   }
   if (flags.Has("duration")) {
     if (flags.Has("connections")) return absl::InvalidArgumentError("give --connections or --duration, not both");
-    absl::StatusOr<int64_t> ms = ParseDurationMs(flags.Get("duration"));
-    if (!ms.ok()) return ms.status();
-    o.duration_ms = *ms;
+    absl::StatusOr<absl::Duration> duration = ParseDuration(flags.Get("duration"));
+    if (!duration.ok()) return duration.status();
+    o.duration = *duration;
     o.connections = 0;
   } else if (!flags.Has("connections")) {
     o.connections = 500;

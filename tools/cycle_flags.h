@@ -8,13 +8,15 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "lifecycle/cycle.h"
 #include "tools/flags.h"
 
 namespace backendlab::tools {
 
-// "10s", "500ms", "2m" -> milliseconds; InvalidArgument otherwise.
-absl::StatusOr<int64_t> ParseDurationMs(std::string_view text);
+// "10s", "500ms", "2m", more than 0 and at most a day; InvalidArgument
+// otherwise.
+absl::StatusOr<absl::Duration> ParseDuration(std::string_view text);
 
 // A built-in syscache profile's name (pg90, pg17), or InvalidArgument.
 absl::StatusOr<std::string> ParseSyscacheName(std::string_view name);

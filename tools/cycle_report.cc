@@ -26,7 +26,7 @@ std::string ConfigLine(const lifecycle::CycleOptions& o, bool with_configuration
       with_configuration ? absl::StrCat(o.clients, o.clients == 1 ? " client, " : " clients, ") : std::string();
   return absl::StrCat(std::string(lifecycle::ModeName(o.mode)), " mode", configuration, ", ", clients,
                       o.connections > 0 ? absl::StrCat(o.connections, " connections")
-                                        : absl::StrCat(o.duration_ms, " ms"),
+                                        : absl::StrCat(absl::ToInt64Milliseconds(o.duration), " ms"),
                       " (+", o.warmup, " warm-up), work ", b.work_pins, " pins + ", b.work_lookups, " lookups",
                       ", exit scan ", std::string(buffers::ScanKernelName(b.exit_kernel)),
                       b.queries > 0 ? absl::StrCat(" + ", b.queries, " queries (", std::string(waits::WaitStrategyName(b.wait)), " wait)")
@@ -47,7 +47,7 @@ nlohmann::json ConfigJson(const lifecycle::CycleOptions& o) {
           {"syscache", b.syscache},
           {"clients", o.clients},
           {"connections", o.connections},
-          {"duration_ms", o.duration_ms},
+          {"duration_ms", absl::ToInt64Milliseconds(o.duration)},
           {"warmup", o.warmup},
           {"work_pins", b.work_pins},
           {"work_lookups", b.work_lookups},

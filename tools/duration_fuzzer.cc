@@ -1,4 +1,4 @@
-// libFuzzer target: ParseDurationMs (--duration) on any bytes. An accepted
+// libFuzzer target: ParseDuration (--duration) on any bytes. An accepted
 // duration is in (0, a day] and reads back the same written in milliseconds.
 #include <cstddef>
 #include <cstdint>
@@ -9,12 +9,14 @@
 #include "tools/cycle_flags.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using backendlab::tools::ParseDurationMs;
+  using backendlab::tools::ParseDuration;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  const absl::StatusOr<int64_t> ms = ParseDurationMs(text);
-  if (!ms.ok()) return 0;
-  BACKENDLAB_CHECK(*ms > 0 && *ms <= int64_t{24} * 3600 * 1000);
-  const absl::StatusOr<int64_t> again = ParseDurationMs(std::to_string(*ms) + "ms");
-  BACKENDLAB_CHECK(again.ok() && *again == *ms);
+  const absl::StatusOr<absl::Duration> d = ParseDuration(text);
+  if (!d.ok()) return 0;
+  BACKENDLAB_CHECK(*d > absl::ZeroDuration() && *d <= absl::Hours(24));
+  const int64_t ms = absl::ToInt64Milliseconds(*d);
+  BACKENDLAB_CHECK(absl::Milliseconds(ms) == *d);  // a whole number of milliseconds
+  const absl::StatusOr<absl::Duration> again = ParseDuration(std::to_string(ms) + "ms");
+  BACKENDLAB_CHECK(again.ok() && *again == *d);
   return 0;
 }

@@ -43,7 +43,7 @@ absl::StatusOr<waits::LatchExperimentOptions> ParseOptions(const Flags& flags) {
   absl::StatusOr<RunFlags> run = ParseRunFlags(flags);
   if (!run.ok()) return run.status();
   o.rounds = run->rounds;
-  o.duration_ms = run->duration_ms;
+  o.duration = run->duration;
   o.count_syscalls = run->count_syscalls;
   absl::StatusOr<std::vector<int>> cpus = waits::ParseCpus(flags.Get("cpus"));
   if (!cpus.ok()) return cpus.status();
@@ -124,7 +124,7 @@ absl::Status RunLatchCommand(std::span<const std::string> args, std::ostream& ou
   if (!result.ok()) return result.status();
 
   nlohmann::json header =
-      RunHeader("latch", {options->rounds, options->duration_ms, options->count_syscalls}, result->syscalls_status);
+      RunHeader("latch", {options->rounds, options->duration, options->count_syscalls}, result->syscalls_status);
   header["cpus"] = options->cpus.empty() ? nlohmann::json("any") : nlohmann::json(options->cpus);
   header["counted_round_trips"] = options->counted_round_trips;
   header["busy_sets"] = options->busy_sets;
@@ -132,7 +132,7 @@ absl::Status RunLatchCommand(std::span<const std::string> args, std::ostream& ou
   header["baseline"] = std::string(waits::LatchName(options->latches.front()));
 
   out << absl::StrFormat("backendlab latch: a ping-pong between two processes, %d interleaved rounds of %d ms, medians\n",
-                         options->rounds, options->duration_ms);
+                         options->rounds, absl::ToInt64Milliseconds(options->duration));
   out << MachineLine(header) << "; processes on "
       << (options->cpus.empty() ? std::string("any CPU")
                                 : options->cpus.size() == 1 ? absl::StrCat("CPU ", options->cpus[0], " both")

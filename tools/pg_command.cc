@@ -138,7 +138,7 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
       << absl::StrFormat(", %s client(s), %s per run, %d round(s) interleaved (orders shuffled, seed %d)%s, %.0f s\n",
                          absl::StrJoin(options->clients, ","),
                          options->loop.connections > 0 ? absl::StrCat(options->loop.connections, " connections")
-                                                       : absl::StrCat(options->loop.duration_ns / 1'000'000, " ms"),
+                                                       : absl::StrCat(absl::ToInt64Milliseconds(options->loop.duration), " ms"),
                          result->run.rounds, options->seed, options->loop.query.empty() ? ", no query" : ", a query per connection",
                          absl::ToDoubleSeconds(result->run.elapsed));
   out << MachineLine(header) << "\n";

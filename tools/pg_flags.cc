@@ -177,14 +177,14 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
   if (!precision.ok()) return precision.status();
   options.precision.half_width = *precision / 100;
   if (flags.Has("max-time")) {
-    absl::StatusOr<int64_t> ms = ParseDurationMs(flags.Get("max-time"));
-    if (!ms.ok()) return absl::InvalidArgumentError(absl::StrCat("--max-time: ", ms.status().message()));
-    options.precision.max_time = absl::Milliseconds(*ms);
+    absl::StatusOr<absl::Duration> max_time = ParseDuration(flags.Get("max-time"));
+    if (!max_time.ok()) return absl::InvalidArgumentError(absl::StrCat("--max-time: ", max_time.status().message()));
+    options.precision.max_time = *max_time;
   }
   absl::StatusOr<int64_t> seed = flags.GetInt("seed", 0, INT64_MAX);
   if (!seed.ok()) return seed.status();
   options.seed = static_cast<uint64_t>(*seed);
-  absl::StatusOr<std::vector<int64_t>> clients = flags.GetIntList("clients", 1, 1000);
+  absl::StatusOr<std::vector<int64_t>> clients = flags.GetIntList("clients", 1, pgreal::kMaxClients);
   absl::StatusOr<int64_t> warmup = flags.GetInt("warmup", 0, 1'000'000);
   absl::StatusOr<bool> counters = flags.GetBool("server-counters");
   for (const absl::Status& s : {rounds.status(), clients.status(), warmup.status(), counters.status()}) {
@@ -201,9 +201,9 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
     return absl::InvalidArgumentError("--connections and --duration both end a run: give one");
   }
   if (flags.Has("duration")) {
-    absl::StatusOr<int64_t> ms = ParseDurationMs(flags.Get("duration"));
-    if (!ms.ok()) return ms.status();
-    options.loop.duration_ns = *ms * 1'000'000;
+    absl::StatusOr<absl::Duration> duration = ParseDuration(flags.Get("duration"));
+    if (!duration.ok()) return duration.status();
+    options.loop.duration = *duration;
   } else {
     absl::StatusOr<int64_t> n = flags.Has("connections") ? flags.GetInt("connections", 1, 100'000'000) : 300;
     if (!n.ok()) return n.status();

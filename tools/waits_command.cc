@@ -59,7 +59,7 @@ absl::StatusOr<waits::WaitsExperimentOptions> ParseOptions(const Flags& flags) {
   absl::StatusOr<RunFlags> run = ParseRunFlags(flags);
   if (!run.ok()) return run.status();
   o.rounds = run->rounds;
-  o.duration_ms = run->duration_ms;
+  o.duration = run->duration;
   o.count_syscalls = run->count_syscalls;
   if (absl::Status s = waits::ValidateWaitsOptions(o); !s.ok()) return s;
   return o;
@@ -137,7 +137,7 @@ absl::Status RunWaitsCommand(std::span<const std::string> args, std::ostream& ou
   if (!result.ok()) return result.status();
 
   nlohmann::json header =
-      RunHeader("waits", {options->rounds, options->duration_ms, options->count_syscalls}, result->syscalls_status);
+      RunHeader("waits", {options->rounds, options->duration, options->count_syscalls}, result->syscalls_status);
   header["transport"] = waits::TransportName(options->transport);
   header["shape"] = waits::ShapeName(options->shape);
   header["latch"] = "signalfd-epoll";
@@ -148,7 +148,7 @@ absl::Status RunWaitsCommand(std::span<const std::string> args, std::ostream& ou
 
   out << absl::StrFormat("backendlab waits: request/response pairs, %s sockets, %s shape, %d interleaved rounds of %d ms, medians\n",
                          waits::TransportName(options->transport), waits::ShapeName(options->shape), options->rounds,
-                         options->duration_ms);
+                         absl::ToInt64Milliseconds(options->duration));
   out << MachineLine(header) << "\n\n";
   Report report = RowsTable(result->rows);
   report.PrintText(out);

@@ -13,9 +13,9 @@ absl::StatusOr<RunFlags> ParseRunFlags(const Flags& flags) {
   absl::StatusOr<int64_t> rounds = flags.GetInt("rounds", 1, 1000);
   if (!rounds.ok()) return rounds.status();
   run.rounds = *rounds;
-  absl::StatusOr<int64_t> ms = ParseDurationMs(flags.Get("duration"));
-  if (!ms.ok()) return absl::InvalidArgumentError(absl::StrCat("--duration: ", ms.status().message()));
-  run.duration_ms = *ms;
+  absl::StatusOr<absl::Duration> duration = ParseDuration(flags.Get("duration"));
+  if (!duration.ok()) return absl::InvalidArgumentError(absl::StrCat("--duration: ", duration.status().message()));
+  run.duration = *duration;
   absl::StatusOr<bool> syscalls = flags.GetBool("syscalls");
   if (!syscalls.ok()) return syscalls.status();
   run.count_syscalls = *syscalls;
@@ -26,7 +26,7 @@ nlohmann::json RunHeader(std::string_view command, const RunFlags& run, const ab
   nlohmann::json header = MachineHeader();
   header["command"] = command;
   header["rounds"] = run.rounds;
-  header["duration_ms"] = run.duration_ms;
+  header["duration_ms"] = absl::ToInt64Milliseconds(run.duration);
   header["syscalls_counted"] = run.count_syscalls && syscalls_status.ok();
   return header;
 }

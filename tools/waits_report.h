@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "tools/flags.h"
 #include "tools/report.h"
@@ -20,7 +21,7 @@ namespace backendlab::tools {
 // --rounds (1..1000), --duration (e.g. 300ms) and --syscalls (on/off).
 struct RunFlags {
   int64_t rounds = 0;
-  int64_t duration_ms = 0;
+  absl::Duration duration;
   bool count_syscalls = false;
 };
 absl::StatusOr<RunFlags> ParseRunFlags(const Flags& flags);

@@ -74,7 +74,7 @@ absl::StatusOr<xlog::XlogExperimentOptions> ParseOptions(const Flags& flags) {
   o.rounds = *rounds;
   absl::StatusOr<int64_t> window = flags.GetInt("window-ms", 1, 60000);
   if (!window.ok()) return window.status();
-  o.duration_ms = *window;
+  o.window = absl::Milliseconds(*window);
   return o;
 }
 
@@ -102,7 +102,7 @@ absl::Status RunXlogCommand(std::span<const std::string> args, std::ostream& out
   nlohmann::json header = MachineHeader();
   header["command"] = "xlog";
   header["rounds"] = options->rounds;
-  header["window_ms"] = options->duration_ms;
+  header["window_ms"] = absl::ToInt64Milliseconds(options->window);
   header["unimportant_percent"] = options->unimportant_percent;
   header["ring_bytes"] = xlog::kRingBytes;
   header["workers_are"] = "threads";
@@ -113,7 +113,7 @@ absl::Status RunXlogCommand(std::span<const std::string> args, std::ostream& out
 
   out << absl::StrFormat(
       "backendlab xlog: WAL insert path, %d configurations, %d interleaved rounds of %d ms windows, medians\n",
-      result->rows.size(), options->rounds, options->duration_ms);
+      result->rows.size(), options->rounds, absl::ToInt64Milliseconds(options->window));
   out << MachineLine(header) << "; workers are threads, worker i on CPU i mod " << xlog::AllowedCpuCount()
       << "; " << options->unimportant_percent
       << "% of records unimportant; 16 MiB ring\n\n";

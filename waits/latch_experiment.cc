@@ -43,7 +43,7 @@ using internal::kMeasure;
 using internal::kReapTimeoutMs;
 using internal::kStop;
 using internal::kWarmup;
-using internal::kWarmupMs;
+using internal::kWarmupTime;
 using internal::SleepUnlessStopped;
 using internal::SumSyscalls;
 
@@ -280,7 +280,7 @@ int BusySetter(BusyShared<L>& s, const RunSpec& spec, int64_t sets, int64_t cloc
 
 // One ping-pong: timed (spec.counted_round_trips == 0) or counted.
 template <Latch L>
-absl::Status RunPingPong(const RunSpec& base, int64_t duration_ms, Histogram* latency_ns, RunFigures& out) {
+absl::Status RunPingPong(const RunSpec& base, absl::Duration duration, Histogram* latency_ns, RunFigures& out) {
   absl::StatusOr<SharedArray<PingPongShared<L>>> shared = SharedArray<PingPongShared<L>>::Create(1);
   if (!shared.ok()) return shared.status();
   const bool counting = base.counted_round_trips > 0;
@@ -316,10 +316,10 @@ absl::Status RunPingPong(const RunSpec& base, int64_t duration_ms, Histogram* la
   int64_t measured_ns = 0;
   int64_t timeout_ms = kReapTimeoutMs;
   if (!counting) {
-    if (SleepUnlessStopped(kWarmupMs)) {
+    if (SleepUnlessStopped(kWarmupTime)) {
       s.phase.store(kMeasure, std::memory_order_relaxed);
       const int64_t start = NowNs();
-      SleepUnlessStopped(duration_ms);
+      SleepUnlessStopped(duration);
       measured_ns = NowNs() - start;
     }
     stop();
@@ -405,7 +405,7 @@ absl::Status ValidateLatchOptions(const LatchExperimentOptions& o) {
     if (!seen.insert(k).second) return absl::InvalidArgumentError(absl::StrCat("latch '", std::string(LatchName(k)), "' given twice"));
   }
   if (o.rounds < 1 || o.rounds > 1000) return absl::InvalidArgumentError("--rounds must be 1..1000");
-  if (o.duration_ms < 10 || o.duration_ms > 60'000) return absl::InvalidArgumentError("--duration must be 10ms..60s");
+  if (o.duration < absl::Milliseconds(10) || o.duration > absl::Seconds(60)) return absl::InvalidArgumentError("--duration must be 10ms..60s");
   if (o.counted_round_trips < 100 || o.counted_round_trips > 10'000'000) {
     return absl::InvalidArgumentError("counted round trips must be 100..10^7");
   }
@@ -448,7 +448,7 @@ absl::StatusOr<LatchExperimentResult> RunLatchExperiment(const LatchExperimentOp
   absl::Status status = RunInterleaved("latch", options.rounds, n, [&](size_t i, int64_t) -> absl::Status {
     RunFigures f;
     absl::Status s = WithLatch(options.latches[i], [&]<Latch L>() {
-      absl::Status st = RunPingPong<L>(timed, options.duration_ms, &latencies[i], f);
+      absl::Status st = RunPingPong<L>(timed, options.duration, &latencies[i], f);
       if (st.ok() && busy_measured) st = RunBusySet<L>(timed, options.busy_sets, clock_pair_ns, f);
       return st;
     });
@@ -474,7 +474,7 @@ absl::StatusOr<LatchExperimentResult> RunLatchExperiment(const LatchExperimentOp
     const absl::StatusOr<internal::LoopCounters> keep_enabled = internal::LoopCounters::Open(names);
     status = RunInterleaved("latch: counting system calls", 1, n, [&](size_t i, int64_t) -> absl::Status {
       return WithLatch(options.latches[i], [&]<Latch L>() {
-        absl::Status st = RunPingPong<L>(spec, 0, nullptr, counted[i]);
+        absl::Status st = RunPingPong<L>(spec, absl::ZeroDuration(), nullptr, counted[i]);
         if (st.ok() && busy_measured) {
           st = RunBusySet<L>(spec, std::min<int64_t>(options.busy_sets, 2000), clock_pair_ns, counted[i]);
         }

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "base/statistics.h"
 #include "base/summary.h"
 #include "waits/latch.h"
@@ -25,7 +26,7 @@ struct LatchExperimentOptions {
   std::vector<LatchKind> latches{kAllLatches.begin(), kAllLatches.end()};
   int64_t rounds = 5;
   // Measured time of each ping-pong run, after a 50 ms warm-up.
-  int64_t duration_ms = 300;
+  absl::Duration duration = absl::Milliseconds(300);
   // Where the two processes run: {} wherever the scheduler puts them; {c}
   // both on CPU c; {a, b} the first on a, the second on b.
   std::vector<int> cpus;

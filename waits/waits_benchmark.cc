@@ -18,7 +18,7 @@ void BM_LatchPingPong(benchmark::State& state) {
   LatchExperimentOptions options;
   options.latches = {kAllLatches[static_cast<size_t>(state.range(0))]};
   options.rounds = 1;
-  options.duration_ms = kRunMs;
+  options.duration = absl::Milliseconds(kRunMs);
   options.count_syscalls = false;
   options.busy_sets = 2000;
   state.SetLabel(std::string(LatchName(options.latches[0])));
@@ -40,7 +40,7 @@ void BM_WaitRoundTrip(benchmark::State& state) {
   options.strategies = {kAllWaitStrategies[static_cast<size_t>(state.range(0))]};
   options.pairs = {static_cast<int>(state.range(1))};
   options.rounds = 1;
-  options.duration_ms = kRunMs;
+  options.duration = absl::Milliseconds(kRunMs);
   options.count_syscalls = false;
   state.SetLabel(std::string(WaitStrategyName(options.strategies[0])));
   for (auto _ : state) {

@@ -42,7 +42,7 @@ using internal::kMeasure;
 using internal::kReapTimeoutMs;
 using internal::kStop;
 using internal::kWarmup;
-using internal::kWarmupMs;
+using internal::kWarmupTime;
 using internal::LoopCounters;
 using internal::SharedArray;
 
@@ -366,10 +366,10 @@ absl::Status RunPairs(const WaitsExperimentOptions& options, int pairs, const Ru
   int64_t measured_ns = 0;
   int64_t timeout_ms = kReapTimeoutMs;
   if (!counting) {
-    if (internal::SleepUnlessStopped(kWarmupMs)) {
+    if (internal::SleepUnlessStopped(kWarmupTime)) {
       run.phase.store(kMeasure, std::memory_order_relaxed);
       const int64_t start = NowNs();
-      internal::SleepUnlessStopped(options.duration_ms);
+      internal::SleepUnlessStopped(options.duration);
       measured_ns = NowNs() - start;
     }
     stop();
@@ -436,7 +436,7 @@ absl::Status ValidateWaitsOptions(const WaitsExperimentOptions& o) {
     if (!counts.insert(p).second) return absl::InvalidArgumentError(absl::StrCat("--pairs: ", p, " given twice"));
   }
   if (o.rounds < 1 || o.rounds > 1000) return absl::InvalidArgumentError("--rounds must be 1..1000");
-  if (o.duration_ms < 10 || o.duration_ms > 60'000) return absl::InvalidArgumentError("--duration must be 10ms..60s");
+  if (o.duration < absl::Milliseconds(10) || o.duration > absl::Seconds(60)) return absl::InvalidArgumentError("--duration must be 10ms..60s");
   if (o.counted_round_trips < 100 || o.counted_round_trips > 1'000'000) {
     return absl::InvalidArgumentError("counted round trips must be 100..10^6");
   }

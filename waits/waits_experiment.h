@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "base/names.h"
 #include "base/statistics.h"
 #include "base/summary.h"
@@ -52,7 +53,7 @@ struct WaitsExperimentOptions {
   Transport transport = Transport::kUnix;
   Shape shape = Shape::kDirect;
   int64_t rounds = 5;
-  int64_t duration_ms = 300;  // measured time of each run, after a 50 ms warm-up
+  absl::Duration duration = absl::Milliseconds(300);  // measured time of each run, after a 50 ms warm-up
   bool count_syscalls = true;
   int64_t counted_round_trips = 1000;  // per pair, in the counting pass
 };

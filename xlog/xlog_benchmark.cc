@@ -26,7 +26,7 @@ void BM_Insert(benchmark::State& state, Tracker variant, ReaderRate reader) {
   c.workers = static_cast<int>(state.range(0));
   c.record_size = static_cast<uint32_t>(state.range(1));
   c.reader = reader;
-  c.duration_ns = 20'000'000;
+  c.duration = absl::Milliseconds(20);
   double inserts = 0, reader_ns = 0;
   int64_t windows = 0;
   for (auto _ : state) {

@@ -182,7 +182,7 @@ absl::StatusOr<XlogSample> MeasureOnce(const XlogConfig& c, std::span<std::byte>
   while (ready.load() < static_cast<int>(threads.size())) std::this_thread::yield();
   const int64_t t0 = NowNs();
   go.store(true, std::memory_order_release);
-  std::this_thread::sleep_for(std::chrono::nanoseconds(c.duration_ns));
+  std::this_thread::sleep_for(absl::ToChronoNanoseconds(c.duration));
   {
     std::lock_guard lock(mu);
     stop.store(true);
@@ -242,7 +242,7 @@ absl::Status ValidateOptions(const XlogExperimentOptions& o) {
     return absl::InvalidArgumentError("unimportant percent must be in 0..100");
   }
   if (o.rounds < 1) return absl::InvalidArgumentError("rounds must be at least 1");
-  if (o.duration_ms < 1) return absl::InvalidArgumentError("duration must be at least 1 ms");
+  if (o.window < absl::Milliseconds(1)) return absl::InvalidArgumentError("a window must be at least 1 ms");
   return absl::OkStatus();
 }
 
@@ -417,7 +417,7 @@ absl::StatusOr<XlogExperimentResult> RunXlogExperiment(const XlogExperimentOptio
       for (int workers : options.workers) {
         for (ReaderRate reader : options.readers) {
           for (Tracker v : options.variants) {
-            configs.push_back({v, workers, size, reader, locks, options.unimportant_percent, options.duration_ms * 1'000'000});
+            configs.push_back({v, workers, size, reader, locks, options.unimportant_percent, options.window});
           }
         }
       }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "base/names.h"
 #include "base/statistics.h"
 #include "base/summary.h"
@@ -52,7 +53,7 @@ struct XlogExperimentOptions {
   std::vector<int> model_workers;       // the model's points, each 2 .. 100000
   int unimportant_percent = 10;
   int64_t rounds = 7;
-  int64_t duration_ms = 60;  // one measurement window
+  absl::Duration window = absl::Milliseconds(60);  // one measurement window
 };
 
 // One configuration, as the experiment and the benchmark run it.
@@ -63,7 +64,7 @@ struct XlogConfig {
   ReaderRate reader = ReaderRate::kOff;
   int locks = 8;
   int unimportant_percent = 10;
-  int64_t duration_ns = 60'000'000;
+  absl::Duration duration = absl::Milliseconds(60);  // the window
 };
 
 // One measurement window of one configuration.
@@ -80,7 +81,7 @@ struct XlogSample {
   double clock_ns = 0;
 };
 
-// Runs one window: the workers insert for config.duration_ns, worker i on
+// Runs one window: the workers insert for config.duration, worker i on
 // CPU i mod the CPUs allowed, while the reader calls at its rate. `ring` is the WAL's buffer (kRingBytes, a power
 // of two, touched beforehand). `seed` picks the unimportant records and the
 // reader's phase. An error if a thread cannot be started.

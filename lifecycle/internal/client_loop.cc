@@ -40,7 +40,7 @@ absl::Status ClientLoop::Run() {
     }
     const int64_t now = NowNs();
     const bool time_up = options_.connections == 0 && measure_start_ns_ >= 0 &&
-                         now - measure_start_ns_ >= options_.duration_ms * 1'000'000;
+                         now - measure_start_ns_ >= absl::ToInt64Nanoseconds(options_.duration);
     const bool done_starting = started >= total || time_up;
     // Start a connection on every idle client.
     for (Client& c : clients) {

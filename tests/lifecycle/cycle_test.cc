@@ -129,7 +129,7 @@ TEST(CycleValidateTest, AcceptsDefaultsAndSmallConfigurations) {
   EXPECT_TRUE(ValidateCycleOptions(SmallOptions(Mode::kInproc, Layout::kArray)).ok());
   CycleOptions by_duration = SmallOptions(Mode::kFork, Layout::kHash);
   by_duration.connections = 0;
-  by_duration.duration_ms = 100;
+  by_duration.duration = absl::Milliseconds(100);
   EXPECT_TRUE(ValidateCycleOptions(by_duration).ok());
   CycleOptions no_warmup = SmallOptions(Mode::kFork, Layout::kHash);
   no_warmup.warmup = 0;
@@ -149,8 +149,8 @@ TEST(CycleValidateTest, RejectsBadOptionsAsUsageErrors) {
       {"negative clients", [](CycleOptions& o) { o.clients = -1; }},
       {"too many clients", [](CycleOptions& o) { o.clients = 1025; o.connections = 2000; }},
       {"negative connections", [](CycleOptions& o) { o.connections = -3; }},
-      {"neither connections nor duration", [](CycleOptions& o) { o.connections = 0; o.duration_ms = 0; }},
-      {"negative duration", [](CycleOptions& o) { o.connections = 0; o.duration_ms = -5; }},
+      {"neither connections nor duration", [](CycleOptions& o) { o.connections = 0; o.duration = absl::ZeroDuration(); }},
+      {"negative duration", [](CycleOptions& o) { o.connections = 0; o.duration = absl::Milliseconds(-5); }},
       {"more clients than connections", [](CycleOptions& o) { o.clients = 5; o.connections = 2; }},
       {"inproc with two clients", [](CycleOptions& o) { o.mode = Mode::kInproc; o.clients = 2; }},
       {"inproc with a killed backend (it would kill this process)",
@@ -260,7 +260,7 @@ TEST_F(CycleTest, ForkWithSeveralClientsCompletesEveryConnection) {
 TEST_F(CycleTest, ForkByDurationStopsAndRecordsEveryMeasuredConnection) {
   CycleOptions o = SmallOptions(Mode::kFork, Layout::kHash);
   o.connections = 0;
-  o.duration_ms = 300;
+  o.duration = absl::Milliseconds(300);
   const auto start = std::chrono::steady_clock::now();
   std::vector<BackendRecord> result_records;
   absl::StatusOr<CycleResult> result = RunCycle(WithRecords(o, result_records));
@@ -273,7 +273,7 @@ TEST_F(CycleTest, ForkByDurationStopsAndRecordsEveryMeasuredConnection) {
   // have completed just before, so wall_ns (first to last measured
   // completion) can fall short of it, but the run itself cannot.
   EXPECT_GT(result->wall_ns, 0);
-  EXPECT_GE(elapsed, std::chrono::milliseconds(o.duration_ms));
+  EXPECT_GE(elapsed, absl::ToChronoMilliseconds(o.duration));
   ExpectNothingLeft();
 }
 

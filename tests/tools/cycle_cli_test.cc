@@ -196,14 +196,15 @@ std::string BadInputName(const testing::TestParamInfo<BadInput>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Flags, CycleBadInputTest, testing::ValuesIn(BadInputs()), BadInputName);
 
-TEST(CycleDurationTest, ParsesDurationsInMilliseconds) {
-  EXPECT_EQ(ParseDurationMs("500ms").value_or(-1), 500);
-  EXPECT_EQ(ParseDurationMs("10s").value_or(-1), 10'000);
-  EXPECT_EQ(ParseDurationMs("2m").value_or(-1), 120'000);
-  for (const char* bad : {"0s", "0ms", "abc", "10", "s", "-1s", "1.5s", "10 s", "1h", "", "100000m"}) {
-    absl::StatusOr<int64_t> ms = ParseDurationMs(bad);
-    EXPECT_FALSE(ms.ok()) << "'" << bad << "'";
-    EXPECT_TRUE(absl::IsInvalidArgument(ms.status())) << "'" << bad << "': " << ms.status();
+TEST(CycleDurationTest, ParsesDurationsOfMillisecondsSecondsAndMinutes) {
+  EXPECT_EQ(ParseDuration("500ms").value_or(absl::ZeroDuration()), absl::Milliseconds(500));
+  EXPECT_EQ(ParseDuration("10s").value_or(absl::ZeroDuration()), absl::Seconds(10));
+  EXPECT_EQ(ParseDuration("2m").value_or(absl::ZeroDuration()), absl::Minutes(2));
+  EXPECT_EQ(ParseDuration("1440m").value_or(absl::ZeroDuration()), absl::Hours(24)) << "a day is the most";
+  for (const char* bad : {"0s", "0ms", "abc", "10", "s", "-1s", "1.5s", "10 s", "1h", "", "100000m", "1441m"}) {
+    absl::StatusOr<absl::Duration> d = ParseDuration(bad);
+    EXPECT_FALSE(d.ok()) << "'" << bad << "'";
+    EXPECT_TRUE(absl::IsInvalidArgument(d.status())) << "'" << bad << "': " << d.status();
   }
 }
 

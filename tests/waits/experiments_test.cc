@@ -39,7 +39,7 @@ bool Counted() { return profiling::PerfEventAvailability(profiling::PerfEvent::k
 TEST(LatchExperimentTest, EveryLatchPingPongsAndABusySetCostsWhatItShould) {
   LatchExperimentOptions o;
   o.rounds = 1;
-  o.duration_ms = 20;
+  o.duration = absl::Milliseconds(20);
   o.counted_round_trips = 200;
   o.busy_sets = 500;
   absl::StatusOr<LatchExperimentResult> r = RunLatchExperiment(o);
@@ -104,7 +104,7 @@ TEST(WaitsExperimentTest, EachStrategyWaitsAsItShould) {
   WaitsExperimentOptions o;
   o.pairs = {1, 3};
   o.rounds = 2;  // the fewest that give a paired ratio an interval
-  o.duration_ms = 20;
+  o.duration = absl::Milliseconds(20);
   o.counted_round_trips = 300;
   absl::StatusOr<WaitsExperimentResult> r = RunWaitsExperiment(o);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -180,7 +180,7 @@ TEST(WaitsExperimentTest, FdwShapeOverTcp) {
   o.transport = Transport::kTcp;
   o.shape = Shape::kFdw;
   o.rounds = 1;
-  o.duration_ms = 20;
+  o.duration = absl::Milliseconds(20);
   o.counted_round_trips = 200;
   absl::StatusOr<WaitsExperimentResult> r = RunWaitsExperiment(o);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -211,7 +211,7 @@ TEST(WaitsExperimentTest, BadOptionsAreRefused) {
   o.strategies = {};
   EXPECT_EQ(ValidateWaitsOptions(o).code(), absl::StatusCode::kInvalidArgument);
   o = {};
-  o.duration_ms = 5;
+  o.duration = absl::Milliseconds(5);
   EXPECT_EQ(ValidateWaitsOptions(o).code(), absl::StatusCode::kInvalidArgument);
 }
 

@@ -24,7 +24,7 @@ XlogExperimentOptions Tiny() {
   o.rounds = 2;  // the fewest that give a paired ratio an interval
   // Long enough that every worker is scheduled in its window even on a
   // loaded 2-core host under ASan (5 ms once gave a row no inserts).
-  o.duration_ms = 40;
+  o.window = absl::Milliseconds(40);
   return o;
 }
 

@@ -10,8 +10,8 @@
 
 namespace backendlab::waits::internal {
 
-bool SleepUnlessStopped(int64_t ms) {
-  const int64_t end = NowNs() + ms * 1'000'000;
+bool SleepUnlessStopped(absl::Duration d) {
+  const int64_t end = NowNs() + absl::ToInt64Nanoseconds(d);
   while (!StopRequested()) {
     const int64_t left = end - NowNs();
     if (left <= 0) return true;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "waits/internal/children.h"
 #include "waits/syscalls_per_op.h"
 
@@ -18,7 +19,7 @@ namespace backendlab::waits::internal {
 enum Phase : int32_t { kWarmup = 0, kMeasure = 1, kStop = 2 };
 
 // Each timed run warms up this long before it measures.
-inline constexpr int64_t kWarmupMs = 50;
+inline constexpr absl::Duration kWarmupTime = absl::Milliseconds(50);
 
 // How long the tool waits for its children once told to stop, before it
 // kills them and reports the run failed.
@@ -28,8 +29,8 @@ inline constexpr int64_t kReapTimeoutMs = 10'000;
 // waits fault in code and stack pages, which belong to no round trip.
 inline constexpr int64_t kCountWarmup = 200;
 
-// Sleeps `ms`, a stop request cutting it short: true if it slept it all.
-bool SleepUnlessStopped(int64_t ms);
+// Sleeps `d`, a stop request cutting it short: true if it slept it all.
+bool SleepUnlessStopped(absl::Duration d);
 
 // The calls `reports` counted (syscalls[i] for names[i], syscalls_total),
 // summed and divided by `ops`.
