@@ -95,7 +95,7 @@ struct CalibrationOptions {
   int64_t check_shared_buffers = int64_t{8} << 30;  // 0: no check
   int64_t connections = 300;  // per measured run, real and mock alike
   int64_t warmup = 20;
-  int64_t rounds = 3;         // of the final side-by-side, and of the real server's first measurement
+  int64_t rounds = 10;        // of the final side-by-side
   // The saturation check: the real server and the calibrated mock at the
   // fit's size with this many connections in flight (base/cpus.h's
   // SaturationClients, >= 2 x cores), in the side-by-side's rounds, beside

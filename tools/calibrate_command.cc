@@ -13,6 +13,7 @@
 #include "calibrate/calibration.h"
 #include "base/cpus.h"
 #include "lifecycle/backend_weight.h"
+#include "pgreal/connect_loop.h"
 #include "tools/flags.h"
 #include "tools/machine_header.h"
 #include "tools/calibrate_report.h"
@@ -28,7 +29,7 @@ constexpr FlagSpec kFlags[] = {
     {"check", "8GB", "shared_buffers the fit is checked at, not fitted (off: no check)"},
     {"connections", "300", "connections per measured run, real and mock alike"},
     {"warmup", "20", "connections made first in each run"},
-    {"rounds", "3", "interleaved rounds of the side-by-side"},
+    {"rounds", "10", "interleaved rounds of the side-by-side (3 leave every CPU and conn/s interval too wide to judge a goal)"},
     {"saturation", "auto", "clients in flight of the saturation check, beside one client's (auto: 2 x the CPUs allowed; off: none)"},
     {"iterations", "3", "steps of the fit"},
     {"backend-profile", "backendlab-backend-profile.json", "where the fitted profile is written (cycle/compare --backend-profile reads it)"},
@@ -78,7 +79,7 @@ absl::StatusOr<calibrate::CalibrationOptions> ParseOptions(const Flags& flags) {
   if (flags.Get("saturation") == "auto") {
     o.saturation_clients = SaturationClients();
   } else if (flags.Get("saturation") != "off") {
-    absl::StatusOr<int64_t> clients = flags.GetInt("saturation", 2, 1000);
+    absl::StatusOr<int64_t> clients = flags.GetInt("saturation", 2, pgreal::kMaxClients);
     if (!clients.ok()) return clients.status();
     o.saturation_clients = static_cast<int>(*clients);
   }
