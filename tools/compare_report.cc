@@ -58,7 +58,6 @@ Cell RatioOf(const std::optional<RatioEstimate>& r, bool is_baseline, double pre
   return std::monostate{};
 }
 
-Cell Optional(const std::optional<double>& v) { return v ? Cell(*v) : Cell(std::monostate{}); }
 
 // The cells every row starts with: names, A/A, size, clients, cost and
 // rate with their ratios, x floor.
@@ -75,7 +74,7 @@ std::vector<Cell> LeadingCells(const std::array<std::string, 5>& names, bool aa,
   row.push_back(s.has_cpu ? RatioOf(s.cpu_vs_baseline, r.is_baseline, precision) : Cell(std::monostate{}));
   row.push_back(EstimateOf(s.rate));
   row.push_back(RatioOf(s.rate_vs_baseline, r.is_baseline, precision));
-  row.push_back(Optional(r.vs_fork_floor));
+  row.push_back(OptionalCell(r.vs_fork_floor));
   return row;
 }
 
@@ -93,7 +92,7 @@ Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std
                                          c.options.backend.shared_buffers.bytes, c.options.clients, r, stats.precision);
     row.push_back(exit.wall_us.median);
     row.push_back(exit.minor_faults);
-    row.push_back(Optional(r.exit_check_share_percent));
+    row.push_back(OptionalCell(r.exit_check_share_percent));
     row.push_back(RatioOf(r.exit_vs_baseline, r.is_baseline, 0));
     row.push_back(s.phases[static_cast<int>(lifecycle::Phase::kTeardown)].wall_us.median);
     row.push_back(s.phases[static_cast<int>(lifecycle::Phase::kReap)].wall_us.median);

@@ -53,7 +53,6 @@ absl::StatusOr<buffers::LayoutExperimentOptions> ParseOptions(const Flags& flags
   return options;
 }
 
-Cell Optional(const std::optional<double>& v) { return v ? Cell(*v) : Cell(std::monostate{}); }
 
 Report RowsTable(const std::vector<LayoutRow>& rows) {
   Report report({
@@ -93,8 +92,8 @@ Report RowsTable(const std::vector<LayoutRow>& rows) {
     row.push_back(r.exit_minor_faults);
     row.push_back(r.lifetime_us);
     row.push_back(r.lifetime_minor_faults);
-    row.push_back(Optional(r.scan_gbps));
-    row.push_back(Optional(r.read_baseline_gbps));
+    row.push_back(OptionalCell(r.scan_gbps));
+    row.push_back(OptionalCell(r.read_baseline_gbps));
     row.push_back(r.scan_gbps ? Cell(*r.scan_gbps / *r.read_baseline_gbps) : Cell(std::monostate{}));
     report.AddRow(std::move(row));
   }

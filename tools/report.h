@@ -53,6 +53,8 @@ inline constexpr std::string_view kRatioLegend =
     "  faster or slower where the interval excludes 1, ~ where it covers 1";
 Estimate EstimateOf(const RatioEstimate& r, double precision = 0);
 Cell RatioCell(const std::optional<RatioEstimate>& r, double precision = 0);
+// A figure that may be absent: the value, or a missing value.
+inline Cell OptionalCell(const std::optional<double>& v) { return v ? Cell(*v) : Cell(std::monostate{}); }
 
 // What a column holds. An estimate column with key K also has, in JSON,
 // K_ci ([low, high] or null) and, for a ratio, K_verdict; in CSV, K_ci_low,

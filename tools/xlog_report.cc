@@ -17,7 +17,6 @@ using xlog::XlogRow;
 
 bool IsCentralVariant(Tracker v) { return v == Tracker::kCentralSpinlock || v == Tracker::kCentralAtomic; }
 
-Cell Optional(const std::optional<double>& v) { return v ? Cell(*v) : Cell(std::monostate{}); }
 Cell Text(std::string_view s) { return Cell(std::in_place_type<std::string>, std::string(s)); }
 
 }  // namespace
@@ -58,7 +57,7 @@ Report XlogRowsTable(const std::vector<XlogRow>& rows) {
                       : Cell(std::monostate{}));
     row.push_back(r.insert_p50_ns);
     row.push_back(r.insert_p99_ns);
-    row.push_back(Optional(r.reader_ns));
+    row.push_back(OptionalCell(r.reader_ns));
     row.push_back(r.reader_calls_per_second);
     row.push_back(100 * r.contended_share);
     row.push_back(RatioCell(r.records_vs_per_lock));
@@ -103,7 +102,7 @@ Report ModelTable(const xlog::XlogExperimentResult& result, const std::vector<in
     row.push_back(Text(m.calibration.clamped ? "yes" : "no"));
     for (const xlog::ModelPoint& p : m.points) {
       row.push_back(p.records_per_second);
-      row.push_back(Optional(p.vs_per_lock));
+      row.push_back(OptionalCell(p.vs_per_lock));
       row.push_back(xlog::FittedTransfersPerInsert(m.calibration, p.workers));
       row.push_back(xlog::StructuralTransfersPerInsert(in, p.workers));
     }
