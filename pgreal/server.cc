@@ -268,6 +268,33 @@ absl::Status Server::StartPostmaster() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<int64_t> Server::HugePagesNeeded() {
+  std::vector<std::string> argv = {options_.installation.bindir + "/postgres", "-D", data_directory(), "-C",
+                                   "shared_memory_size_in_huge_pages"};
+  for (const auto& [name, value] : settings_) {
+    argv.push_back("-c");
+    argv.push_back(name + "=" + value);
+  }
+  internal::SpawnOptions spawn;
+  spawn.user = user_;
+  spawn.log_path = dir_ + "/huge-pages.log";
+  spawn.pdeath_signal = SIGKILL;
+  absl::Status s = internal::RunToEnd(argv, spawn);
+  const std::string tail = internal::FileTail(spawn.log_path, 5);
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("postgres -C shared_memory_size_in_huge_pages: ", s.message(), tail));
+  }
+  std::ifstream in(spawn.log_path);
+  int64_t pages = 0;
+  if (!(in >> pages)) return absl::InternalError(absl::StrCat("postgres -C shared_memory_size_in_huge_pages said:", tail));
+  unlink(spawn.log_path.c_str());
+  if (pages <= 0) {
+    return absl::FailedPreconditionError(
+        "--what-if=huge-pages: the server says it cannot use huge pages here (shared_memory_size_in_huge_pages is -1)");
+  }
+  return pages;
+}
+
 absl::Status Server::Launch() {
   const ServerOptions& options = options_;
 
@@ -290,8 +317,23 @@ absl::Status Server::Launch() {
   spawn.user = user_;
   spawn.log_path = log;
   spawn.pdeath_signal = SIGINT;
+  const char* inherited = getenv("LD_PRELOAD");
+  std::string preload = inherited != nullptr ? inherited : "";
+  if (!options.preload.empty()) {
+    if (preload_copy_.empty()) {
+      const size_t slash = options.preload.rfind('/');
+      absl::StatusOr<std::string> copy = CopyIntoDirectory(
+          options.preload, absl::StrCat("what-if-", options.preload.substr(slash == std::string::npos ? 0 : slash + 1)),
+          absl::StrCat("--what-if=", options.what_if));
+      if (!copy.ok()) return copy.status();
+      preload_copy_ = *copy;
+    }
+    preload = preload.empty() ? preload_copy_ : absl::StrCat(preload_copy_, ":", preload);
+  }
   if (options.builtin_sampler_hz > 0) {
-    if (absl::Status s = PrepareSampler(spawn); !s.ok()) return s;
+    if (absl::Status s = PrepareSampler(preload, spawn); !s.ok()) return s;
+  } else if (!preload.empty()) {
+    spawn.environment.push_back("LD_PRELOAD=" + preload);
   }
   absl::StatusOr<pid_t> pid = internal::Spawn(argv, spawn);
   if (!pid.ok()) return pid.status();
@@ -342,6 +384,10 @@ absl::Status Server::Launch() {
     return absl::InternalError(
         absl::StrCat("the built-in sampler did not start in the server (--profile=builtin); its log ends:", tail));
   }
+  if (absl::Status s = CheckPreloaded(); !s.ok()) {
+    (void)Stop();
+    return s;
+  }
   // postmaster.pid's line 7: "key shmid" of the System V segment.
   std::ifstream pidfile(data_directory() + "/postmaster.pid");
   std::string line;
@@ -353,21 +399,49 @@ absl::Status Server::Launch() {
   return absl::OkStatus();
 }
 
-absl::Status Server::PrepareSampler(internal::SpawnOptions& spawn) {
+absl::StatusOr<std::string> Server::CopyIntoDirectory(const std::string& source, const std::string& name,
+                                                      const std::string& what) {
+  std::ifstream in(source, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  if (!in || bytes.str().empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(what, ": cannot read ", source));
+  }
+  const std::string copy = absl::StrCat(dir_, "/", name);
+  if (absl::Status s = internal::WriteNewFile(copy, bytes.str(), user_); !s.ok()) return s;
+  return copy;
+}
+
+absl::Status Server::CheckPreloaded() {
+  if (preload_copy_.empty()) return absl::OkStatus();
+  std::ifstream maps(absl::StrCat("/proc/", pid_, "/maps"));
+  std::string line;
+  bool mapped = false;
+  while (!mapped && std::getline(maps, line)) mapped = line.find(preload_copy_) != std::string::npos;
+  const std::string what = absl::StrCat("--what-if=", options_.what_if);
+  if (!mapped) {
+    return absl::InternalError(absl::StrCat(what, ": the library ", options_.preload,
+                                            " is not loaded in the postmaster; its log ends:", LogTail()));
+  }
+  if (options_.preload_applied_line.empty()) return absl::OkStatus();
+  std::ifstream log(dir_ + "/server.log");
+  bool applied = false;
+  while (!applied && std::getline(log, line)) applied = line.find(options_.preload_applied_line) != std::string::npos;
+  if (!applied) {
+    return absl::InternalError(
+        absl::StrCat(what, ": the server's log does not say '", options_.preload_applied_line, "'; it ends:", LogTail()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Server::PrepareSampler(const std::string& preload, internal::SpawnOptions& spawn) {
   if (sampler_library_.empty()) {
     // A copy the server's user owns, in its private directory: the build
     // tree may be closed to that user, and the copy goes with the directory.
-    const std::string built = profiling::SamplerLibraryPath();
-    std::ifstream in(built, std::ios::binary);
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    if (!in || bytes.str().empty()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("--profile=builtin: cannot read the sampler library ", built, " (build the backendlab target)"));
-    }
-    const std::string copy = dir_ + "/libbackendlab_sampler.so";
-    if (absl::Status s = internal::WriteNewFile(copy, bytes.str(), user_); !s.ok()) return s;
-    sampler_library_ = copy;
+    absl::StatusOr<std::string> copy = CopyIntoDirectory(profiling::SamplerLibraryPath(), "libbackendlab_sampler.so",
+                                                         "--profile=builtin (build the backendlab target)");
+    if (!copy.ok()) return copy.status();
+    sampler_library_ = *copy;
   }
   // A new file for every start: a postmaster that failed to start may have
   // written into the last one.
@@ -380,8 +454,7 @@ absl::Status Server::PrepareSampler(internal::SpawnOptions& spawn) {
       profiling::SampleFile::Create(path, kBuiltinSampleCapacity, options_.builtin_sampler_hz, owner);
   if (!file.ok()) return file.status();
   sample_file_.emplace(std::move(*file));
-  const char* preload = getenv("LD_PRELOAD");
-  spawn.environment = sample_file_->Environment(sampler_library_, preload != nullptr ? preload : "");
+  spawn.environment = sample_file_->Environment(sampler_library_, preload);
   spawn.pid_variable = profiling::SampleFile::PidVariable();
   return absl::OkStatus();
 }

@@ -46,6 +46,14 @@ struct ServerOptions {
   // postmaster, with a sample file beside it (profiling/sample_file.h);
   // both go with the directory.
   int builtin_sampler_hz = 0;
+  // A what-if (pgreal/what_if.h): its name ("" for the stock server), and
+  // the library it LD_PRELOADs into the postmaster ("" for none), copied
+  // into the server's directory like the sampler's. The start fails, with
+  // the log's tail, unless the library is mapped in the postmaster and,
+  // when `preload_applied_line` is given, the log holds that line.
+  std::string what_if;
+  std::string preload;
+  std::string preload_applied_line;
 };
 
 // The sample file's room: 2^18 samples (138 MB, sparse: only the pages
@@ -93,6 +101,10 @@ class Server {
   static absl::StatusOr<std::unique_ptr<Server>> Create(const ServerOptions& options,
                                                         const std::string& template_data = "");
   absl::Status StartPostmaster();
+  // Before StartPostmaster: the huge pages its main shared memory will take
+  // with its settings (`postgres -C shared_memory_size_in_huge_pages`, 15+).
+  // FailedPrecondition when the server says it cannot use huge pages here.
+  absl::StatusOr<int64_t> HugePagesNeeded();
 
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -126,15 +138,26 @@ class Server {
   profiling::SampleFile* sample_file() { return sample_file_ ? &*sample_file_ : nullptr; }
   // The user the server runs as when the tool is root; none otherwise.
   const std::optional<internal::User>& user() const { return user_; }
+  // ServerOptions::what_if: "" for the stock server.
+  const std::string& what_if() const { return options_.what_if; }
+  // The server's log (its stderr).
+  std::string log_path() const { return dir_ + "/server.log"; }
   // The last lines of the server's log, each prefixed "  | ".
   std::string LogTail(int lines = 15) const;
 
  private:
   Server() = default;
   absl::Status Launch();
+  // A copy of `source`, owned by the server's user, in its directory (the
+  // build tree or the user's may be closed to that user); its path.
+  absl::StatusOr<std::string> CopyIntoDirectory(const std::string& source, const std::string& name,
+                                                const std::string& what);
   // Copies the sampler library into the directory (once) and makes a new
-  // sample file for this start; the spawn options that load it.
-  absl::Status PrepareSampler(internal::SpawnOptions& spawn);
+  // sample file for this start; the spawn options that load it after
+  // `preload` (a colon-separated list).
+  absl::Status PrepareSampler(const std::string& preload, internal::SpawnOptions& spawn);
+  // After the start: the what-if's library is loaded and says it applied.
+  absl::Status CheckPreloaded();
 
   ServerOptions options_;
   std::optional<internal::User> user_;  // the server's user when the tool is root, looked up once
@@ -148,6 +171,7 @@ class Server {
   bool keep_ = false;
   int shm_id_ = -1;  // the System V segment postmaster.pid names, for a kill's clean-up
   std::string sampler_library_;  // the copy in the directory, once made
+  std::string preload_copy_;     // the what-if's library's copy, once made
   std::optional<profiling::SampleFile> sample_file_;
 };
 

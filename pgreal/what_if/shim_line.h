@@ -1,0 +1,32 @@
+// The one line a what-if library writes into the server's log (its stderr)
+// when it is loaded: "backendlab what-if NAME: applied in process PID", which
+// the tool looks for once the server is up, or "backendlab what-if NAME: not
+// applied: WHY", after which the library ends the process (exit status 1) so
+// that the server fails to start with the reason in its log. libc only: the
+// library is loaded into a server the tool did not build.
+#ifndef BACKENDLAB_PGREAL_WHAT_IF_SHIM_LINE_H_
+#define BACKENDLAB_PGREAL_WHAT_IF_SHIM_LINE_H_
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+namespace backendlab::pgreal::what_if {
+
+inline void SayApplied(const char* name) {
+  char line[160];
+  const int n = snprintf(line, sizeof line, "backendlab what-if %s: applied in process %d\n", name,
+                         static_cast<int>(getpid()));
+  if (n > 0) (void)!write(STDERR_FILENO, line, static_cast<size_t>(n) < sizeof line ? n : sizeof line - 1);
+}
+
+[[noreturn]] inline void RefuseToStart(const char* name, const char* why) {
+  char line[400];
+  const int n = snprintf(line, sizeof line, "backendlab what-if %s: not applied: %s\n", name, why);
+  if (n > 0) (void)!write(STDERR_FILENO, line, static_cast<size_t>(n) < sizeof line ? n : sizeof line - 1);
+  _exit(1);
+}
+
+}  // namespace backendlab::pgreal::what_if
+
+#endif  // BACKENDLAB_PGREAL_WHAT_IF_SHIM_LINE_H_

@@ -1,0 +1,142 @@
+// The what-if names and libraries: each library preloaded into a probe
+// that stands in for a server (tests/pgreal/what_if_probe.cc), with and
+// without the library, and each change starting a real server.
+#include "pgreal/what_if.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "base/private_dir.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pgreal/internal/processes.h"
+
+namespace backendlab::pgreal {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct Ran {
+  int exit_status = -1;
+  std::string output;  // stdout and stderr
+};
+
+// The probe with `preload` ("" for none) LD_PRELOADed, its output captured.
+Ran RunProbe(const std::vector<std::string>& args, const std::string& preload) {
+  absl::StatusOr<PrivateDir> dir = PrivateDir::Make("backendlab-what-if-test");
+  EXPECT_TRUE(dir.ok()) << dir.status();
+  internal::SpawnOptions spawn;
+  spawn.log_path = dir->path() + "/out";
+  if (!preload.empty()) spawn.environment.push_back("LD_PRELOAD=" + preload);
+  std::vector<std::string> argv = {WHAT_IF_PROBE_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Ran ran;
+  absl::StatusOr<pid_t> pid = internal::Spawn(argv, spawn);
+  EXPECT_TRUE(pid.ok()) << pid.status();
+  int status = 0;
+  if (pid.ok() && waitpid(*pid, &status, 0) == *pid && WIFEXITED(status)) ran.exit_status = WEXITSTATUS(status);
+  std::ifstream in(spawn.log_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  ran.output = text.str();
+  return ran;
+}
+
+TEST(WhatIfNames, EachParsesToItsNameAndAnUnknownOneListsTheKnown) {
+  for (const char* name : {"openssl-no-atexit", "quick-exit", "huge-pages", "setup-durations"}) {
+    absl::StatusOr<WhatIf> w = ParseWhatIf(name);
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_EQ(w->name(), name);
+  }
+  absl::StatusOr<WhatIf> preload = ParseWhatIf(absl::StrCat("preload:", WHAT_IF_PROBE_PATH));
+  ASSERT_TRUE(preload.ok()) << preload.status();
+  EXPECT_EQ(preload->kind, WhatIfKind::kPreload);
+  EXPECT_EQ(preload->name(), absl::StrCat("preload:", WHAT_IF_PROBE_PATH));
+
+  absl::StatusOr<WhatIf> unknown = ParseWhatIf("fast-exit");
+  EXPECT_TRUE(absl::IsInvalidArgument(unknown.status()));
+  EXPECT_THAT(unknown.status().message(), HasSubstr("quick-exit"));
+  EXPECT_THAT(unknown.status().message(), HasSubstr("preload:PATH"));
+  EXPECT_TRUE(absl::IsInvalidArgument(ParseWhatIf("preload:").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(ParseWhatIf("preload:/no/such/library.so").status()));
+  const std::vector<std::string> twice = {"quick-exit", "quick-exit"};
+  EXPECT_TRUE(absl::IsInvalidArgument(ParseWhatIfs(twice).status()));
+}
+
+TEST(WhatIfNames, AChangeAServerCannotTakeIsRefusedWithTheVersion) {
+  ServerOptions old;
+  old.installation.major = 14;
+  absl::Status huge = ApplyWhatIf(*ParseWhatIf("huge-pages"), old);
+  EXPECT_TRUE(absl::IsInvalidArgument(huge));
+  EXPECT_THAT(huge.message(), HasSubstr("PostgreSQL 14"));
+  ServerOptions fifteen;
+  fifteen.installation.major = 15;
+  absl::Status clock = ApplyWhatIf(*ParseWhatIf("setup-durations"), fifteen);
+  EXPECT_TRUE(absl::IsInvalidArgument(clock));
+  EXPECT_THAT(clock.message(), HasSubstr("18"));
+  ServerOptions eighteen;
+  eighteen.installation.major = 18;
+  ASSERT_TRUE(ApplyWhatIf(*ParseWhatIf("setup-durations"), eighteen).ok());
+  EXPECT_EQ(eighteen.what_if, "setup-durations");
+  const Settings s = MeasurementSettings(eighteen);
+  int logged = 0;
+  for (const auto& [name, value] : s) {
+    if (name != "log_connections") continue;
+    EXPECT_EQ(value, "setup_durations");
+    ++logged;
+  }
+  EXPECT_EQ(logged, 1);
+}
+
+TEST(QuickExit, OnceProcExitIsInProgressExitSkipsAtexitHandlersButFlushesStdio) {
+  const std::string library = WhatIfLibraryPath(WhatIfKind::kQuickExit);
+  const Ran stock = RunProbe({"quick-exit", "in-progress"}, "");
+  EXPECT_EQ(stock.exit_status, 3);
+  EXPECT_THAT(stock.output, HasSubstr("atexit ran"));
+  EXPECT_THAT(stock.output, HasSubstr("buffered"));
+
+  const Ran quick = RunProbe({"quick-exit", "in-progress"}, library);
+  EXPECT_EQ(quick.exit_status, 3);
+  EXPECT_THAT(quick.output, HasSubstr("backendlab what-if quick-exit: applied in process"));
+  EXPECT_THAT(quick.output, Not(HasSubstr("atexit ran")));
+  EXPECT_THAT(quick.output, HasSubstr("buffered"));
+
+  // An exit() before PostgreSQL's callbacks ran is libc's own, handlers and all.
+  const Ran early = RunProbe({"quick-exit", "not-in-progress"}, library);
+  EXPECT_EQ(early.exit_status, 3);
+  EXPECT_THAT(early.output, HasSubstr("atexit ran"));
+}
+
+TEST(QuickExit, InAProgramThatIsNotAServerItRefusesToStartSayingWhy) {
+  absl::StatusOr<PrivateDir> dir = PrivateDir::Make("backendlab-what-if-test");
+  ASSERT_TRUE(dir.ok());
+  internal::SpawnOptions spawn;
+  spawn.log_path = dir->path() + "/out";
+  spawn.environment.push_back("LD_PRELOAD=" + WhatIfLibraryPath(WhatIfKind::kQuickExit));
+  // /bin/true exports no proc_exit_inprogress.
+  absl::Status s = internal::RunToEnd({"/bin/true"}, spawn);
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(internal::FileTail(spawn.log_path, 3), HasSubstr("not applied: the program has no proc_exit_inprogress"));
+}
+
+TEST(OpensslNoAtexit, NoOpensslCleanupRunsAtExit) {
+  const std::string library = WhatIfLibraryPath(WhatIfKind::kOpensslNoAtexit);
+  const Ran stock = RunProbe({"openssl"}, "");
+  EXPECT_EQ(stock.exit_status, 0);
+  EXPECT_THAT(stock.output, HasSubstr("OPENSSL_cleanup ran"));
+
+  const Ran changed = RunProbe({"openssl"}, library);
+  EXPECT_EQ(changed.exit_status, 0);
+  EXPECT_THAT(changed.output, HasSubstr("backendlab what-if openssl-no-atexit: applied in process"));
+  EXPECT_THAT(changed.output, Not(HasSubstr("OPENSSL_cleanup ran")));
+}
+
+}  // namespace
+}  // namespace backendlab::pgreal
