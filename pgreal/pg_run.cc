@@ -1,9 +1,11 @@
 // Servers started in a row, measured in rounds of shuffled order, stopped on every path.
 #include "pgreal/pg_run.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -176,6 +178,45 @@ absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninf
   return absl::OkStatus();
 }
 
+// Whether a server of `major` with these settings logs each connection's
+// set-up durations (18+: log_connections holding setup_durations or all).
+bool LogsSetup(int major, const Settings& settings) {
+  if (major < 18) return false;
+  for (const auto& [name, value] : settings) {
+    if (name == "log_connections") {
+      return value.find("setup_durations") != std::string::npos || value.find("all") != std::string::npos;
+    }
+  }
+  return false;
+}
+
+int64_t FileSize(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+}
+
+// The "connection ready" lines the log gained since `offset` (moved past
+// them), the first `warmup` of them (the round's warm-up connections come
+// first) left out, up to `measured` kept; the measured ones without a line
+// are counted in `missing`.
+void ReadSetupLines(const std::string& log, int64_t& offset, int64_t warmup, int64_t measured,
+                    std::vector<SetupDurations>& setup, int64_t& missing) {
+  std::ifstream in(log);
+  in.seekg(offset);
+  std::string line;
+  int64_t seen = 0;
+  int64_t kept = 0;
+  while (std::getline(in, line)) {
+    if (in.eof()) break;  // a line still being written: read next time
+    offset += static_cast<int64_t>(line.size()) + 1;
+    const std::optional<SetupDurations> d = ParseSetupDurations(line);
+    if (!d || seen++ < warmup || kept >= measured) continue;
+    setup.push_back(*d);
+    ++kept;
+  }
+  missing += measured - kept;
+}
+
 bool Uses(const PgRunOptions& options, Profiler profiler) {
   return std::find(options.profilers.begin(), options.profilers.end(), profiler) != options.profilers.end();
 }
@@ -274,6 +315,10 @@ absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& 
       }
     }
   }
+  if (!options.what_ifs.empty() && !options.conninfo.empty()) {
+    return absl::InvalidArgumentError(
+        "--what-if changes a server the tool starts; --conninfo names an existing one, which it must not change");
+  }
   std::string pgbouncer;
   if (!options.via.empty()) {
     if (!options.conninfo.empty()) {
@@ -295,6 +340,8 @@ absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& 
   }
   std::unique_ptr<PgServers> run(new PgServers(options));
   PgResult& result = run->result_;
+  // A killed run's change to the host, undone before this run makes its own.
+  result.restored = RestoreHugePagesOfEndedRun();
   if (!options.conninfo.empty()) {
     for (int c : sweep) {
       PgTargetResult target;
@@ -312,40 +359,74 @@ absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& 
   // then the postmasters: a running server's directory is no template. On an
   // error the destructor stops and removes what was made.
   for (const Installation& installation : options.installations) {
+    // The changes each of its servers is also started with.
+    std::vector<WhatIf> variants = options.what_ifs;
+    const bool clock_asked = std::any_of(variants.begin(), variants.end(),
+                                         [](const WhatIf& w) { return w.kind == WhatIfKind::kSetupDurations; });
+    if (options.server_clock && installation.major >= 18 && !clock_asked) {
+      variants.push_back(WhatIf{WhatIfKind::kSetupDurations, ""});
+    }
     std::string template_data;
     for (int64_t size : options.shared_buffers) {
-      ServerOptions server = options.server;
-      server.installation = installation;
-      server.shared_buffers_bytes = size;
-      if (Uses(options, Profiler::kBuiltin)) server.builtin_sampler_hz = options.profile_options.frequency_hz;
-      if (options.progress) {
-        options.progress(absl::StrCat(template_data.empty() ? "initdb" : "copying", " for PostgreSQL ",
-                                      installation.major, " at ", SizeLabel(size)));
-      }
-      absl::StatusOr<std::unique_ptr<Server>> created = Server::Create(server, template_data);
-      if (!created.ok()) return created.status();
-      if (template_data.empty()) template_data = (*created)->data_directory();
-      PgTargetResult target;
-      target.label = absl::StrCat(installation.major, "/", SizeLabel(size));
-      target.installation = installation;
-      target.shared_buffers_bytes = size;
-      target.settings = (*created)->settings();
-      for (size_t v = 0; v <= options.via.size(); ++v) {
-        for (int c : sweep) {
-          PgTargetResult t = target;
-          if (v > 0) {
-            t.via = options.via[v - 1].label();
-            t.label = absl::StrCat(target.label, " via ", t.via);
-          }
-          t.label = with_clients(t.label, c);
-          t.clients = c;
-          result.targets.push_back(std::move(t));
-          run->server_of_.push_back(run->servers_.size());
-          run->poolers_.emplace_back();
+      for (size_t w = 0; w <= variants.size(); ++w) {
+        ServerOptions server = options.server;
+        server.installation = installation;
+        server.shared_buffers_bytes = size;
+        if (Uses(options, Profiler::kBuiltin)) server.builtin_sampler_hz = options.profile_options.frequency_hz;
+        if (w > 0) {
+          if (absl::Status s = ApplyWhatIf(variants[w - 1], server); !s.ok()) return s;
         }
+        if (options.progress) {
+          options.progress(absl::StrCat(template_data.empty() ? "initdb" : "copying", " for PostgreSQL ",
+                                        installation.major, " at ", SizeLabel(size),
+                                        w > 0 ? absl::StrCat(" +", server.what_if) : std::string()));
+        }
+        absl::StatusOr<std::unique_ptr<Server>> created = Server::Create(server, template_data);
+        if (!created.ok()) return created.status();
+        if (template_data.empty()) template_data = (*created)->data_directory();
+        PgTargetResult target;
+        target.label = absl::StrCat(installation.major, "/", SizeLabel(size));
+        if (w > 0) target.label = absl::StrCat(target.label, " +", server.what_if);
+        target.what_if = server.what_if;
+        target.installation = installation;
+        target.shared_buffers_bytes = size;
+        target.settings = (*created)->settings();
+        target.logs_setup = LogsSetup(installation.major, target.settings);
+        // A what-if's rows are direct: the change is the server's.
+        const size_t vias = w == 0 ? options.via.size() : 0;
+        for (size_t v = 0; v <= vias; ++v) {
+          for (int c : sweep) {
+            PgTargetResult t = target;
+            if (v > 0) {
+              t.via = options.via[v - 1].label();
+              t.label = absl::StrCat(target.label, " via ", t.via);
+            }
+            t.label = with_clients(t.label, c);
+            t.clients = c;
+            result.targets.push_back(std::move(t));
+            run->server_of_.push_back(run->servers_.size());
+            run->poolers_.emplace_back();
+          }
+        }
+        run->servers_.push_back(std::move(*created));
       }
-      run->servers_.push_back(std::move(*created));
     }
+  }
+  // The huge pages the huge-pages servers will map, reserved before any
+  // starts, given back once they have stopped (StopAll).
+  int64_t huge_pages = 0;
+  for (const std::unique_ptr<Server>& server : run->servers_) {
+    if (server->what_if() != "huge-pages") continue;
+    absl::StatusOr<int64_t> pages = server->HugePagesNeeded();
+    if (!pages.ok()) return pages.status();
+    huge_pages += *pages;
+  }
+  if (huge_pages > 0) {
+    if (options.progress) options.progress(absl::StrCat("reserving ", huge_pages, " huge pages"));
+    absl::StatusOr<std::unique_ptr<HugePageReservation>> reserved = HugePageReservation::Reserve(huge_pages);
+    if (!reserved.ok()) return reserved.status();
+    result.huge_pages_added = (*reserved)->added();
+    run->huge_pages_ = std::move(*reserved);
   }
   // Each postmaster once (a server has a target per --clients entry), then
   // the poolers.
@@ -374,6 +455,8 @@ absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& 
     if (!started.ok()) return started.status();
     run->poolers_[i] = std::move(*started);
   }
+  // Each log read from here on: what the start logged is no measured connection's.
+  for (const std::unique_ptr<Server>& server : run->servers_) run->log_offsets_.push_back(FileSize(server->log_path()));
   return run;
 }
 
@@ -392,6 +475,7 @@ absl::Status PgServers::Measure(size_t i) {
   if (servers_.empty()) return MeasureOnce(options_, options_.conninfo, options_.postmaster_pid, nullptr, target);
   Server& server = *servers_[server_of_[i]];
   Pooler* pooler = poolers_[i].get();
+  const int64_t measured_before = target.loop.connections;
   absl::Status s = MeasureOnce(options_, pooler != nullptr ? pooler->conninfo() : server.conninfo(),
                                server.postmaster_pid(), pooler, target);
   if (!s.ok() && !absl::IsCancelled(s)) {
@@ -412,6 +496,11 @@ absl::Status PgServers::Measure(size_t i) {
   // ran is reported now, not when its own row comes.
   for (std::unique_ptr<Pooler>& p : poolers_) {
     if (s.ok() && p != nullptr) s = p->CheckRunning();
+  }
+  if (s.ok() && target.logs_setup) {
+    const int64_t measured = target.loop.connections - measured_before;
+    ReadSetupLines(server.log_path(), log_offsets_[server_of_[i]], options_.loop.warmup, measured, target.setup,
+                   target.setup_missing);
   }
   return s;
 }
@@ -434,6 +523,8 @@ absl::Status PgServers::Profile(int only_clients) {
     Server& server = *servers_[server_of_[i]];
     absl::Status s = ProfileOnce(options_, server.conninfo(), server.postmaster_pid(), target.installation.major,
                                  server.sample_file(), target);
+    // Its connections are no measured round's.
+    log_offsets_[server_of_[i]] = FileSize(server.log_path());
     if (s.ok()) {
       s = server.CheckRunning();
     } else if (!absl::IsCancelled(s)) {
@@ -461,6 +552,12 @@ absl::Status PgServers::StopAll() {
     result_.targets[i].kept_directory = servers_[server_of_[i]]->kept_directory();
   }
   servers_.clear();
+  // Once no server maps them: a pool in use cannot shrink.
+  if (huge_pages_ != nullptr) {
+    absl::Status released = huge_pages_->Release();
+    if (status.ok() && !released.ok()) status = released;
+    huge_pages_.reset();
+  }
   return status;
 }
 
@@ -473,8 +570,8 @@ size_t BaselineOf(std::span<const PgTargetResult> targets, size_t i) {
   const PgTargetResult& t = targets[i];
   for (size_t j = 0; j < targets.size(); ++j) {
     const PgTargetResult& d = targets[j];
-    if (d.clients != t.clients || !d.via.empty()) continue;
-    if (t.via.empty()) return j;  // the first direct one at these clients
+    if (d.clients != t.clients || !d.via.empty() || !d.what_if.empty()) continue;
+    if (t.via.empty() && t.what_if.empty()) return j;  // the first stock direct one at these clients
     if (d.installation.bindir == t.installation.bindir && d.shared_buffers_bytes == t.shared_buffers_bytes) return j;
   }
   return i;
@@ -486,6 +583,36 @@ std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets)
   std::vector<ServerStats> stats;
   for (size_t i = 0; i < rounds.size(); ++i) stats.push_back(ComputeServerStats(rounds[i], &rounds[BaselineOf(targets, i)]));
   return stats;
+}
+
+std::vector<ServerClock> ComputeServerClocks(std::span<const PgTargetResult> targets,
+                                             std::span<const ServerStats> stats) {
+  std::vector<ServerClock> clocks;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const PgTargetResult& t = targets[i];
+    ServerClock c;
+    c.timed = t.logs_setup;
+    c.connect_ms = t.loop.connect_ns.Summarize(1e-6);
+    if (t.logs_setup) {
+      c.server = SummarizeSetupDurations(t.setup);
+      c.lines = static_cast<int64_t>(t.setup.size());
+      c.missing = t.setup_missing;
+    }
+    if (!t.profiles.empty() && t.profiles[0].server_samples > 0 && i < stats.size() && stats[i].has_cpu) {
+      const ServerProfile& p = t.profiles[0];
+      auto share_us = [&](std::string_view phase) {
+        for (const PhaseSamples& ph : p.phases) {
+          if (ph.phase == phase) return stats[i].cpu_us.median * ph.samples / static_cast<double>(p.server_samples);
+        }
+        return 0.0;
+      };
+      c.fork_cpu_us = share_us("fork");
+      c.auth_cpu_us = share_us("auth");
+      c.init_cpu_us = share_us("init");
+    }
+    clocks.push_back(c);
+  }
+  return clocks;
 }
 
 absl::StatusOr<PgRunOptions> ServersBeside(std::span<const int64_t> shared_buffers, std::span<const int> clients,
@@ -534,6 +661,7 @@ absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
     result->run = run;
     result->compared = compared;
     result->stats = ComputePgStats(result->targets);
+    result->clocks = ComputeServerClocks(result->targets, result->stats);
     result->worst_half_width = WorstHalfWidth(result->stats);
   }
   return result;

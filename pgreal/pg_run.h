@@ -20,10 +20,13 @@
 #include "pgreal/connect_loop.h"
 #include "base/interleaved.h"
 #include "base/server_usage.h"
+#include "pgreal/huge_pages.h"
 #include "pgreal/installation.h"
 #include "pgreal/pooler.h"
 #include "pgreal/server.h"
 #include "pgreal/server_profile.h"
+#include "pgreal/setup_durations.h"
+#include "pgreal/what_if.h"
 #include "profiling/perf_events.h"
 
 namespace backendlab::pgreal {
@@ -76,6 +79,16 @@ struct PgRunOptions {
   // binary's path ("" for FindPgBouncer's search).
   std::vector<Via> via;
   std::string pgbouncer;
+  // --what-if: each server (installation x shared_buffers) also started
+  // with each change (pgreal/what_if.h), a server of its own from a copy of
+  // the same data directory, with a direct row per clients entry beside the
+  // stock server's, in the same rounds.
+  std::vector<WhatIf> what_ifs;
+  // The server's own clock: beside each stock server of 18 or later a
+  // setup-durations one (log_connections=setup_durations), whose log gives
+  // every measured connection's set-up as the server times it, and whose
+  // ratio to the stock row is what that logging costs (pg: on by default).
+  bool server_clock = false;
   std::function<void(const std::string&)> progress;
 };
 
@@ -83,8 +96,10 @@ struct PgRunOptions {
 struct PgTargetResult {
   // "15/128MB", "15/128MB via pgbouncer:session", or "conninfo"; with more
   // than one --clients entry, " 1 client" or " N clients" after it.
+  // With a what-if, " +NAME" after the server's part ("15/128MB +quick-exit").
   std::string label;
   std::string via;    // "" (direct) or Via::label()
+  std::string what_if;  // "" for the stock server, else WhatIf::name()
   int clients = 1;    // connections in flight in its loops
   Installation installation;
   int64_t shared_buffers_bytes = 0;  // 0 for --conninfo
@@ -122,6 +137,30 @@ struct PgTargetResult {
   std::vector<ServerProfile> profiles;
   double unrecorded_rate = 0;
   double profiled_rate = 0;
+  // A server that times its own set-up (18+, log_connections holding
+  // setup_durations): each measured connection's "connection ready" line
+  // from its log, in the order logged (each round's warm-up lines left
+  // out), and how many measured connections had none.
+  bool logs_setup = false;
+  std::vector<SetupDurations> setup;
+  int64_t setup_missing = 0;
+};
+
+// The server's own clock of a target's connections beside the tool's
+// (ComputeServerClocks).
+struct ServerClock {
+  bool timed = false;  // its server logged its set-up (PgTargetResult::logs_setup)
+  SetupSummary server;  // milliseconds, over the measured connections' lines
+  int64_t lines = 0;
+  int64_t missing = 0;
+  Summary connect_ms;   // the tool's connect latency over the same target's measured connections
+  // With --profile (the first profiler's): the server CPU per connection
+  // the tool attributes to the phases fork, auth and init, microseconds:
+  // each phase's share of the server's samples times the median server CPU
+  // per connection of the rounds; negative without a profile.
+  double fork_cpu_us = -1;
+  double auth_cpu_us = -1;
+  double init_cpu_us = -1;
 };
 
 struct PgResult {
@@ -129,19 +168,29 @@ struct PgResult {
   PreciseRun run;                 // how the rounds ended
   bool compared = false;          // some target has a baseline other than itself: there are ratios
   std::vector<ServerStats> stats;  // RunPg: ComputePgStats of the targets, once the rounds ended
+  std::vector<ServerClock> clocks;  // RunPg: ComputeServerClocks, one per target
   double worst_half_width = 0;   // of every `vs base` ratio at the end (base/server_usage.h's WorstHalfWidth)
   std::string server_figures_note;  // why server-side figures are missing, if they are
+  // What the run found of an earlier run's change to the host and undid
+  // (a killed run's vm.nr_hugepages), one line; empty if nothing.
+  std::string restored;
+  int64_t huge_pages_added = 0;  // vm.nr_hugepages grown by this much for the run, and put back
 };
 
 // The target each target is compared with, at the same clients: a pooled
-// row's server's direct row (the pooler against no pooler), else the first
-// target listed at those clients (which is its own baseline).
+// row's or a what-if's, its stock server's direct row (the pooler against
+// no pooler, the change against none), else the first stock direct target
+// listed at those clients (which is its own baseline).
 size_t BaselineOf(std::span<const PgTargetResult> targets, size_t i);
 
 // Every target's rates and CPU per connection over the rounds, with their
 // ratios to BaselineOf, paired within the rounds (base/server_usage.h).
 // Their WorstHalfWidth (base/server_usage.h) is what a precision check asks.
 std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets);
+
+// Each target's server clock beside the tool's; `stats` ComputePgStats's.
+std::vector<ServerClock> ComputeServerClocks(std::span<const PgTargetResult> targets,
+                                             std::span<const ServerStats> stats);
 
 // The servers measured beside another experiment's rounds (`compare
 // --with-pg`): the default installation's (Debian's 15) at each
@@ -195,6 +244,8 @@ class PgServers {
   std::vector<std::unique_ptr<Server>> servers_;  // empty for --conninfo
   std::vector<size_t> server_of_;                 // target -> its server in servers_
   std::vector<std::unique_ptr<Pooler>> poolers_;  // target -> its pooler, null when direct
+  std::vector<int64_t> log_offsets_;              // server -> how far its log has been read
+  std::unique_ptr<HugePageReservation> huge_pages_;
 };
 
 // Start, options.rounds interleaved rounds (base/interleaved.h), --profile's

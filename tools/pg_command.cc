@@ -90,6 +90,7 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
   Report report = PgTable(*result, options->precision.half_width);
   report.PrintText(out);
   PrintPgNotes(*result, *options, out);
+  PrintServerClock(*result, out);
 
   if (!options->profilers.empty()) {
     absl::StatusOr<int64_t> top_n = TopN(*flags);

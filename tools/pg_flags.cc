@@ -39,6 +39,8 @@ constexpr FlagSpec kFlags[] = {
     {"server-counters", "on", "perf counters on the postmaster, inherited by its backends: on or off"},
     {"via", "", "also through a pooler, a row per entry beside the direct one: pgbouncer[:session|:transaction][,...]"},
     {"pgbouncer", "", "with --via: the pgbouncer binary (default: on PATH, else /usr/sbin/pgbouncer)"},
+    {"what-if", "", "also each server with one change, a row per entry beside the stock one, in the same rounds: openssl-no-atexit, quick-exit, huge-pages, preload:PATH, setup-durations (pgreal/README.md)"},
+    {"server-clock", "on", "on 18+, a setup-durations row beside each stock server: the server's own clock of every connection's set-up beside the tool's, and what that logging costs: on or off"},
     {"profile", "off", "after the rounds, two more loops per server, the second recorded: phases, top functions, flame graphs. on or perf: by perf record -a (DWARF call graphs); builtin: by the built-in sampler inside the server (LD_PRELOAD; no perf needed); builtin,perf: the same pass by both, their rankings compared"},
     {"explain-phases", "off", "print the phase rules --profile uses, for the chosen versions, and exit"},
     {"out", "", "with --profile: directory for the folded stacks and flame graphs, a subdirectory per server and profiler (default backendlab-pg-profile)"},
@@ -89,7 +91,7 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
   pgreal::PgRunOptions options;
   const bool existing = flags.Has("conninfo");
   if (existing) {
-    for (const char* owned : {"bindir", "pg-versions", "shared-buffers", "tcp", "set", "keep", "run-as", "via", "pgbouncer"}) {
+    for (const char* owned : {"bindir", "pg-versions", "shared-buffers", "tcp", "set", "keep", "run-as", "via", "pgbouncer", "what-if"}) {
       if (flags.Has(owned) && flags.Get(owned) != "off") {
         return absl::InvalidArgumentError(
             absl::StrCat("--", owned, " is for a server the tool starts; --conninfo names an existing one"));
@@ -219,6 +221,16 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
   }
   if (flags.Has("pgbouncer") && options.via.empty()) return absl::InvalidArgumentError("--pgbouncer goes with --via");
   options.pgbouncer = flags.Get("pgbouncer");
+  if (flags.Has("what-if")) {
+    absl::StatusOr<std::vector<std::string>> names = flags.GetList("what-if");
+    if (!names.ok()) return names.status();
+    absl::StatusOr<std::vector<pgreal::WhatIf>> parsed = pgreal::ParseWhatIfs(*names);
+    if (!parsed.ok()) return parsed.status();
+    options.what_ifs = *parsed;
+  }
+  absl::StatusOr<bool> server_clock = flags.GetBool("server-clock");
+  if (!server_clock.ok()) return server_clock.status();
+  options.server_clock = *server_clock && !existing;
   absl::StatusOr<std::vector<pgreal::Profiler>> profilers = ProfilersOf(flags);
   absl::StatusOr<int64_t> frequency = flags.Has("frequency") ? flags.GetInt("frequency", 1, 10'000) : 999;
   absl::StatusOr<int64_t> top_n = TopN(flags);  // used after the run

@@ -1,6 +1,11 @@
 // `pg`'s table and the notes under it.
 #include "tools/pg_report.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/server_usage.h"
 #include "base/summary.h"
@@ -41,6 +46,15 @@ Report PgTable(const pgreal::PgResult& result, double precision) {
                  {"server_context_switches", "ctx sw"},
                  {"server_syscalls", "syscalls"},
                  {"via", ""},
+                 {"what_if", ""},
+                 // The server's own clock (18+, log_connections=setup_durations), milliseconds.
+                 {"setup_total_ms", ""},
+                 {"setup_total_ms_p90", ""},
+                 {"setup_fork_ms", ""},
+                 {"setup_fork_ms_p90", ""},
+                 {"setup_authentication_ms", ""},
+                 {"setup_authentication_ms_p90", ""},
+                 {"setup_lines", ""},
                  {"server_backends", "backends"},
                  {"pooler_cpu_us", "pooler CPU us"},
                  {"connections", ""},
@@ -57,6 +71,9 @@ Report PgTable(const pgreal::PgResult& result, double precision) {
     const PerConnection per = PerConnectionOf(all);
     const bool counted = !t.server_rounds.empty();
     const double rate = st.rate.median;
+    const pgreal::ServerClock& clock = result.clocks[i];
+    const bool timed = clock.timed && clock.lines > 0;
+    auto ms = [&](double v) { return timed ? Cell{v} : Cell{}; };
     report.AddRow({t.label, int64_t{t.clients}, t.installation.version, t.installation.build,
                    t.shared_buffers_bytes > 0 ? Cell{t.shared_buffers_bytes} : Cell{}, EstimateOf(st.rate),
                    RatioCell(st.rate_vs_baseline, precision), rate > 0 ? Cell{1e6 / rate} : Cell{}, connect.median, connect.p90,
@@ -66,7 +83,10 @@ Report PgTable(const pgreal::PgResult& result, double precision) {
                    counted ? Counted(per.user_us) : Cell{}, counted ? Counted(per.system_us) : Cell{},
                    counted ? Counted(per.minor_faults) : Cell{}, counted ? Counted(per.major_faults) : Cell{},
                    counted ? Counted(per.context_switches) : Cell{}, counted ? Counted(per.syscalls) : Cell{},
-                   t.via.empty() ? Cell{} : Cell{t.via}, t.server_backends >= 0 ? Cell{t.server_backends} : Cell{},
+                   t.via.empty() ? Cell{} : Cell{t.via}, t.what_if.empty() ? Cell{} : Cell{t.what_if},
+                   ms(clock.server.total_ms.median), ms(clock.server.total_ms.p90), ms(clock.server.fork_ms.median),
+                   ms(clock.server.fork_ms.p90), ms(clock.server.authentication_ms.median),
+                   ms(clock.server.authentication_ms.p90), clock.timed ? Cell{clock.lines} : Cell{}, t.server_backends >= 0 ? Cell{t.server_backends} : Cell{},
                    t.pooler_available ? PerConnectionCell(t.pooler_cpu_ns, all.connections, 1e-3) : Cell{}, n,
                    t.kept_directory.empty() ? Cell{} : Cell{t.kept_directory}, Values(CpuUsByRound(t.server_rounds)),
                    Values(t.rates)});
@@ -82,8 +102,8 @@ void PrintPgNotes(const pgreal::PgResult& result, const pgreal::PgRunOptions& op
          "server: the postmaster and every backend it forked in the run. server CPU, user, sys and faults: the\n"
          "kernel's accounting of the postmaster and its reaped children (CPU in clock ticks), as the mock's;\n"
          "task-clock, ctx sw and syscalls: perf, inherited.\n"
-         "vs base: at the same clients, a pooled row over its server's direct row, a direct row over the first\n"
-         "server listed;\n"
+         "vs base: at the same clients, a pooled row or a what-if over its stock server's direct row, a direct\n"
+         "row over the first server listed;\n"
       << kRatioLegend << ".\n";
   if (options.precision.half_width > 0 && !result.compared) {
     out << "precision: one server, no ratio to hold to it: --rounds and --max-time decide.\n";
@@ -105,6 +125,23 @@ void PrintPgNotes(const pgreal::PgResult& result, const pgreal::PgRunOptions& op
                              t.loop.connections + result.run.rounds * options.loop.warmup);
     }
   }
+  if (!result.restored.empty()) out << result.restored << "\n";
+  bool what_if = false;
+  for (const pgreal::PgTargetResult& t : result.targets) what_if = what_if || !t.what_if.empty();
+  if (what_if) {
+    out << "+NAME: the stock server with one change (a what-if, pgreal/README.md), from a copy of the same data\n"
+           "directory, measured in the same rounds:\n";
+    std::vector<std::string> said;
+    for (const pgreal::PgTargetResult& t : result.targets) {
+      if (t.what_if.empty() || std::find(said.begin(), said.end(), t.what_if) != said.end()) continue;
+      said.push_back(t.what_if);
+      out << "  +" << t.what_if << ": " << pgreal::DescribeWhatIf(t.what_if) << "\n";
+    }
+    if (result.huge_pages_added > 0) {
+      out << absl::StrFormat("  vm.nr_hugepages was grown by %d for the run, and put back after it\n",
+                             result.huge_pages_added);
+    }
+  }
   if (!result.server_figures_note.empty()) out << "server-side figures " << result.server_figures_note << "\n";
   for (const pgreal::PgTargetResult& t : result.targets) {
     if (!t.kept_directory.empty() && t.via.empty()) out << "kept (--keep): " << t.label << ": " << t.kept_directory << "\n";
@@ -113,6 +150,97 @@ void PrintPgNotes(const pgreal::PgResult& result, const pgreal::PgRunOptions& op
   if (!result.targets.empty()) {
     for (const std::string& why : result.targets[0].server_events_unavailable) out << why << "\n";
   }
+}
+
+}  // namespace backendlab::tools
+
+namespace backendlab::tools {
+namespace {
+
+std::string Ms(const Summary& s) { return absl::StrFormat("%.3f / %.3f", s.median, s.p90); }
+std::string Us(double v) { return v < 0 ? std::string() : absl::StrFormat("%.0f", v); }
+bool Over20Percent(double a, double b) { return b > 0 && (a > 1.2 * b || a < b / 1.2); }
+
+}  // namespace
+
+bool PrintServerClock(const pgreal::PgResult& result, std::ostream& out) {
+  bool any_timed = false;
+  bool profiled = false;
+  for (size_t i = 0; i < result.targets.size(); ++i) {
+    any_timed = any_timed || result.clocks[i].timed;
+    profiled = profiled || result.clocks[i].fork_cpu_us >= 0;
+  }
+  if (result.targets.empty() || result.targets[0].installation.major == 0) return false;
+  Report table({{"server", "server"},
+                {"connect", "tool: connect ms p50 / p90"},
+                {"total", "server: setup total"},
+                {"fork", "fork"},
+                {"authentication", "authentication"},
+                {"lines", "lines"},
+                {"fork_cpu", "tool CPU us: fork"},
+                {"auth_cpu", "auth"},
+                {"init_cpu", "init"}});
+  for (size_t i = 0; i < result.targets.size(); ++i) {
+    const pgreal::PgTargetResult& t = result.targets[i];
+    const pgreal::ServerClock& c = result.clocks[i];
+    if (!t.via.empty()) continue;
+    Cell total, fork, auth, lines;
+    if (c.timed && c.lines > 0) {
+      total = Ms(c.server.total_ms);
+      fork = Ms(c.server.fork_ms);
+      auth = Ms(c.server.authentication_ms);
+      lines = c.missing > 0 ? absl::StrCat(c.lines, " (", c.missing, " missing)") : absl::StrCat(c.lines);
+    } else if (c.timed) {
+      total = std::string("no line logged");
+    } else if (t.installation.major < 18) {
+      total = std::string("the server does not time its set-up (18+)");
+    } else {
+      total = std::string("not logged in this row (its +setup-durations row logs)");
+    }
+    table.AddRow({t.label, Ms(c.connect_ms), total, fork, auth, lines, Us(c.fork_cpu_us), Us(c.auth_cpu_us),
+                  Us(c.init_cpu_us)});
+  }
+  out << "\nthe server's own clock (log_connections=setup_durations, 18+) beside the tool's, ms median / p90:\n";
+  table.PrintText(out);
+  if (!any_timed) return true;
+  out << "setup total: from the socket's creation after the postmaster's accept() to before the first ReadyForQuery;\n"
+         "the tool's connect also holds the socket's connect, the accept queue, the ReadyForQuery's way back and\n"
+         "libpq's own work, so it is longer. fork: from just before fork() in the postmaster to the child's first\n"
+         "statement, its wait for a CPU included. authentication: ClientAuthentication() (trust on the private\n"
+         "Unix socket; a password exchange with --tcp). All wall times; the tool's CPU columns (--profile) are CPU.\n";
+  for (size_t i = 0; i < result.targets.size(); ++i) {
+    const pgreal::PgTargetResult& t = result.targets[i];
+    const pgreal::ServerClock& c = result.clocks[i];
+    if (!t.via.empty() || !c.timed || c.lines == 0) continue;
+    const double connect = c.connect_ms.median;
+    const double total = c.server.total_ms.median;
+    if (Over20Percent(connect, total)) {
+      out << absl::StrFormat(
+          "%s: the tool's connect (%.3f ms) is %.0f %% over the server's total (%.3f ms): %.3f ms before accept() "
+          "and after ReadyForQuery, the client's side of the exchange%s\n",
+          t.label, connect, 100 * (connect / total - 1), total, connect - total,
+          t.clients > 1 ? ", with other clients' connections queued at the postmaster" : "");
+    }
+    if (c.fork_cpu_us >= 0 && Over20Percent(c.server.fork_ms.median * 1000, c.fork_cpu_us)) {
+      out << absl::StrFormat(
+          "%s: fork's wall time (%.0f us) against the CPU the tool attributes to fork (%.0f us per connection): the "
+          "wall time %s\n",
+          t.label, c.server.fork_ms.median * 1000, c.fork_cpu_us,
+          c.server.fork_ms.median * 1000 > c.fork_cpu_us
+              ? "holds the child's wait to be scheduled and the parent's return from fork()"
+              : "ends at the child's first statement; the tool's fork phase also holds the child's post-fork set-up "
+                "and the postmaster's bookkeeping of it");
+    }
+  }
+  for (size_t i = 0; i < result.targets.size(); ++i) {
+    const pgreal::PgTargetResult& t = result.targets[i];
+    if (t.what_if != "setup-durations") continue;
+    const ServerStats& st = result.stats[i];
+    out << t.label << ": what the logging costs (this row over its stock one, paired in the rounds): conn/s "
+        << TextOf(RatioCell(st.rate_vs_baseline), 2) << ", server CPU "
+        << TextOf(RatioCell(st.cpu_vs_baseline), 2) << "\n";
+  }
+  return true;
 }
 
 }  // namespace backendlab::tools

@@ -21,6 +21,12 @@ Report PgTable(const pgreal::PgResult& result, double precision);
 // the poolers' backends, kept directories, counters off or refused.
 void PrintPgNotes(const pgreal::PgResult& result, const pgreal::PgRunOptions& options, std::ostream& out);
 
+// The server's own clock beside the tool's (pgreal::ComputeServerClocks):
+// a row per direct target, or nothing to print (false) when the run has
+// none. Then what each figure includes, the gaps over 20 % explained, and
+// what the logging costs (each setup-durations row over its stock one).
+bool PrintServerClock(const pgreal::PgResult& result, std::ostream& out);
+
 }  // namespace backendlab::tools
 
 #endif  // BACKENDLAB_TOOLS_PG_REPORT_H_

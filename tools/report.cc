@@ -33,8 +33,6 @@ Cell RatioCell(const std::optional<RatioEstimate>& r, double precision) {
   if (r->self) return 1.0;
   return EstimateOf(*r, precision);
 }
-namespace {
-
 std::string TextOf(const Cell& cell, int precision) {
   if (std::holds_alternative<std::monostate>(cell)) return "-";
   if (const auto* b = std::get_if<Boolean>(&cell)) return b->value ? "yes" : "no";
@@ -57,6 +55,8 @@ std::string TextOf(const Cell& cell, int precision) {
   if (const auto* d = std::get_if<double>(&cell)) return absl::StrFormat("%.*f", precision, *d);
   return std::get<std::string>(cell);
 }
+
+namespace {
 
 std::string CsvOf(const Cell& cell) {
   if (std::holds_alternative<std::monostate>(cell)) return "";

@@ -53,6 +53,8 @@ inline constexpr std::string_view kRatioLegend =
     "  faster or slower where the interval excludes 1, ~ where it covers 1";
 Estimate EstimateOf(const RatioEstimate& r, double precision = 0);
 Cell RatioCell(const std::optional<RatioEstimate>& r, double precision = 0);
+// A cell as the text table shows it, doubles with `precision` digits.
+std::string TextOf(const Cell& cell, int precision);
 // A figure that may be absent: the value, or a missing value.
 inline Cell OptionalCell(const std::optional<double>& v) { return v ? Cell(*v) : Cell(std::monostate{}); }
 

