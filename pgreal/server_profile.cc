@@ -81,6 +81,10 @@ class ProfileBuilder {
     }
     const std::string_view phase = classifier_.Classify(role, frames);
     ++counts_[phase];
+    if (phase == kUnclaimed &&
+        std::any_of(frames.begin(), frames.end(), [](const std::string& f) { return f.starts_with('['); })) {
+      ++profile_.unclaimed_unnamed_samples;
+    }
     rooted_.assign(1, role);
     rooted_.insert(rooted_.end(), frames.begin(), frames.end());
     profile_.stacks.Add(rooted_, 1);

@@ -73,6 +73,10 @@ struct ServerProfile {
   std::vector<PhaseSamples> phases;
   int64_t server_samples = 0;     // == stacks.total_samples()
   int64_t unclaimed_samples = 0;  // also the kUnclaimed row
+  // Of those, the samples with a frame no symbol names ("[postgres]",
+  // "[unknown]": a stripped binary's static functions, a library without
+  // symbols), which no rule can match; the rest matched no rule.
+  int64_t unclaimed_unnamed_samples = 0;
   int64_t other_samples = 0;      // dropped: other processes' and the idle task's (perf)
   // Could not be kept: perf's ring buffer full (whoever's they were); the
   // sample file full, or a sample no process finished (builtin).

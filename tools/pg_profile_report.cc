@@ -38,6 +38,7 @@ nlohmann::json ProfileJson(const pgreal::PgTargetResult& t, const pgreal::Server
           {"phases", phases},
           {"server_samples", p.server_samples},
           {"unclaimed_samples", p.unclaimed_samples},
+          {"unclaimed_unnamed_samples", p.unclaimed_unnamed_samples},
           {"other_samples", p.other_samples},
           {"lost_samples", p.lost_samples},
           {"backends_forked", p.backends_forked},
@@ -88,6 +89,13 @@ void PrintPgProfile(std::ostream& out, const pgreal::ServerProfile& profile, int
   out << absl::StrFormat("%-17s %9s %9s\n", "phase", "samples", "% server");
   for (const pgreal::PhaseSamples& p : profile.phases) {
     out << absl::StrFormat("%-17s %9d %9.1f\n", p.phase, p.samples, Percent(p.samples, profile.server_samples));
+  }
+  if (profile.unclaimed_samples > 0) {
+    out << absl::StrFormat(
+        "unclaimed: %d samples; %d of them hold a frame no symbol names ([postgres], [unknown]: a stripped binary's "
+        "static functions, a library without symbols), which no rule can match; %d matched no rule\n",
+        profile.unclaimed_samples, profile.unclaimed_unnamed_samples,
+        profile.unclaimed_samples - profile.unclaimed_unnamed_samples);
   }
   const profiling::FoldedStacks backends = profile.stacks.Under(pgreal::kBackendRole);
   out << absl::StrFormat("\ntop %d functions of the backends (%d samples; %s; self: the leaf frame, "
