@@ -601,10 +601,7 @@ std::vector<ServerClock> ComputeServerClocks(std::span<const PgTargetResult> tar
     if (!t.profiles.empty() && t.profiles[0].server_samples > 0 && i < stats.size() && stats[i].has_cpu) {
       const ServerProfile& p = t.profiles[0];
       auto share_us = [&](std::string_view phase) {
-        for (const PhaseSamples& ph : p.phases) {
-          if (ph.phase == phase) return stats[i].cpu_us.median * ph.samples / static_cast<double>(p.server_samples);
-        }
-        return 0.0;
+        return stats[i].cpu_us.median * static_cast<double>(p.SamplesIn(phase)) / static_cast<double>(p.server_samples);
       };
       c.fork_cpu_us = share_us("fork");
       c.auth_cpu_us = share_us("auth");

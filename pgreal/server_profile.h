@@ -72,6 +72,14 @@ struct ServerProfile {
   // rows, zero or not.
   std::vector<PhaseSamples> phases;
   int64_t server_samples = 0;     // == stacks.total_samples()
+  // The row of `phase` (a kPhaseNames word or kUnclaimed) in `phases`; -1
+  // for a word that is neither.
+  int64_t SamplesIn(std::string_view phase) const {
+    for (const PhaseSamples& p : phases) {
+      if (p.phase == phase) return p.samples;
+    }
+    return -1;
+  }
   int64_t unclaimed_samples = 0;  // also the kUnclaimed row
   // Of those, the samples with a frame no symbol names ("[postgres]",
   // "[unknown]": a stripped binary's static functions, a library without

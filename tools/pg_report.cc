@@ -165,11 +165,7 @@ bool Over20Percent(double a, double b) { return b > 0 && (a > 1.2 * b || a < b /
 
 bool PrintServerClock(const pgreal::PgResult& result, std::ostream& out) {
   bool any_timed = false;
-  bool profiled = false;
-  for (size_t i = 0; i < result.targets.size(); ++i) {
-    any_timed = any_timed || result.clocks[i].timed;
-    profiled = profiled || result.clocks[i].fork_cpu_us >= 0;
-  }
+  for (const pgreal::ServerClock& c : result.clocks) any_timed = any_timed || c.timed;
   if (result.targets.empty() || result.targets[0].installation.major == 0) return false;
   Report table({{"server", "server"},
                 {"connect", "tool: connect ms p50 / p90"},

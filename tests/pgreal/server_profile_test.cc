@@ -36,13 +36,6 @@ std::string ReadTestData(const std::string& name) {
   return text.str();
 }
 
-int64_t PhaseCount(const ServerProfile& profile, std::string_view phase) {
-  for (const PhaseSamples& p : profile.phases) {
-    if (p.phase == phase) return p.samples;
-  }
-  return -1;
-}
-
 TEST(ServerProfileTest, CannedBackendLifeIsClassified) {
   // A perf script capture of Debian's 15 under pgbench -C, edited by hand:
   // postmaster 4109, its checkpointer 4110 alive at perf's start (its one
@@ -55,19 +48,19 @@ TEST(ServerProfileTest, CannedBackendLifeIsClassified) {
   EXPECT_EQ(profile->other_samples, 2);  // the two pgbench samples
   EXPECT_GT(profile->server_samples, 30);
   EXPECT_EQ(profile->backends_forked, 3);  // 4175, 4176, 4177 (synthesized forks not counted)
-  EXPECT_GT(PhaseCount(*profile, "fork"), 0);
-  EXPECT_GT(PhaseCount(*profile, "init"), 0);
-  EXPECT_GT(PhaseCount(*profile, "auth"), 0);
-  EXPECT_GT(PhaseCount(*profile, "exit"), 0);
+  EXPECT_GT(profile->SamplesIn("fork"), 0);
+  EXPECT_GT(profile->SamplesIn("init"), 0);
+  EXPECT_GT(profile->SamplesIn("auth"), 0);
+  EXPECT_GT(profile->SamplesIn("exit"), 0);
   int64_t sum = 0;
   for (const PhaseSamples& p : profile->phases) sum += p.samples;
   EXPECT_EQ(sum, profile->server_samples);
   EXPECT_EQ(profile->phases.back().phase, kUnclaimed);
-  EXPECT_EQ(profile->unclaimed_samples, PhaseCount(*profile, kUnclaimed));
+  EXPECT_EQ(profile->unclaimed_samples, profile->SamplesIn(kUnclaimed));
   EXPECT_GT(profile->stacks.Under("backend").total_samples(), 0);
   EXPECT_GT(profile->stacks.Under("postmaster").total_samples(), 0);
   EXPECT_EQ(profile->stacks.Under("checkpointer").total_samples(), 1) << "an auxiliary process under its own name";
-  EXPECT_EQ(PhaseCount(*profile, "aux"), 1);
+  EXPECT_EQ(profile->SamplesIn("aux"), 1);
   // Kernel frames kept: the postmaster's fork shows copy_process.
   EXPECT_NE(profile->by_phase.at("fork").ToText().find("copy_process"), std::string::npos);
 }
@@ -98,9 +91,9 @@ TEST(ServerProfileTest, FollowsTheTreeThroughForksAndPidReuse) {
   ASSERT_TRUE(profile.ok()) << profile.status();
   EXPECT_EQ(profile->server_samples, 2);
   EXPECT_EQ(profile->other_samples, 1);
-  EXPECT_EQ(PhaseCount(*profile, "init"), 1);
-  EXPECT_EQ(PhaseCount(*profile, "fork"), 1);  // the postmaster's thread 101
-  EXPECT_EQ(PhaseCount(*profile, "exit"), 0);  // bash's exit is not the server's
+  EXPECT_EQ(profile->SamplesIn("init"), 1);
+  EXPECT_EQ(profile->SamplesIn("fork"), 1);  // the postmaster's thread 101
+  EXPECT_EQ(profile->SamplesIn("exit"), 0);  // bash's exit is not the server's
   EXPECT_EQ(profile->backends_forked, 1);
 }
 
@@ -161,8 +154,8 @@ TEST_F(RealServerTest, BackendsAreFoundAndClassified) {
   EXPECT_EQ(profile->unwinder, "dwarf");
   EXPECT_GE(profile->backends_forked, kConnections);
   EXPECT_GT(profile->stacks.Under("backend").total_samples(), 0);
-  EXPECT_GT(PhaseCount(*profile, "init"), 0);
-  EXPECT_GT(PhaseCount(*profile, "exit"), 0);
+  EXPECT_GT(profile->SamplesIn("init"), 0);
+  EXPECT_GT(profile->SamplesIn("exit"), 0);
   int64_t sum = 0;
   for (const PhaseSamples& p : profile->phases) sum += p.samples;
   EXPECT_EQ(sum, profile->server_samples) << "every sample in one phase row or unclaimed";
@@ -286,7 +279,7 @@ TEST_F(BuiltinSamplerTest, SamplesBackendsForkedAfterStartAndRefusesAServerWitho
   EXPECT_EQ(profile->unarmed_processes, 0);
   EXPECT_EQ(profile->lost_samples, 0);
   EXPECT_GE(profile->stacks.Under("backend").total_samples(), kBackendSamples) << "samples arrive from the backends";
-  EXPECT_GT(PhaseCount(*profile, "init"), 0);
+  EXPECT_GT(profile->SamplesIn("init"), 0);
   int64_t sum = 0;
   for (const PhaseSamples& p : profile->phases) sum += p.samples;
   EXPECT_EQ(sum, profile->server_samples) << "every sample in one phase row or unclaimed";
