@@ -21,13 +21,6 @@ namespace {
 constexpr char kNrHugePages[] = "/proc/sys/vm/nr_hugepages";
 constexpr int64_t kMemoryLeftBytes = 1LL << 30;
 
-absl::StatusOr<int64_t> ReadNrHugePages() {
-  std::ifstream in(kNrHugePages);
-  int64_t n = -1;
-  if (!(in >> n) || n < 0) return absl::UnavailableError(absl::StrCat("cannot read ", kNrHugePages));
-  return n;
-}
-
 absl::Status WriteNrHugePages(int64_t n) {
   const int fd = open(kNrHugePages, O_WRONLY | O_CLOEXEC);
   if (fd < 0) return absl::InternalError(absl::StrCat("open ", kNrHugePages, ": ", std::strerror(errno)));
@@ -71,6 +64,13 @@ bool ReadState(State& state) {
 bool Alive(const State& state) { return state.pid > 0 && StartTime(state.pid) == state.start_time; }
 
 }  // namespace
+
+absl::StatusOr<int64_t> ReadNrHugePages() {
+  std::ifstream in(kNrHugePages);
+  int64_t n = -1;
+  if (!(in >> n) || n < 0) return absl::UnavailableError(absl::StrCat("cannot read ", kNrHugePages));
+  return n;
+}
 
 absl::StatusOr<HugePagePool> ReadHugePagePool() {
   std::ifstream in("/proc/meminfo");

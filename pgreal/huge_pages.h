@@ -29,6 +29,8 @@ struct HugePagePool {
 };
 // /proc/meminfo's figures; Unavailable if it cannot be read.
 absl::StatusOr<HugePagePool> ReadHugePagePool();
+// vm.nr_hugepages; Unavailable if it cannot be read.
+absl::StatusOr<int64_t> ReadNrHugePages();
 
 class HugePageReservation {
  public:

@@ -14,12 +14,8 @@
 namespace backendlab::pgreal {
 namespace {
 
-int64_t NrHugePages() {
-  std::ifstream in("/proc/sys/vm/nr_hugepages");
-  int64_t n = -1;
-  in >> n;
-  return n;
-}
+// vm.nr_hugepages, -1 if it cannot be read.
+int64_t NrHugePages() { return ReadNrHugePages().value_or(-1); }
 
 class HugePagesTest : public ::testing::Test {
  protected:

@@ -26,12 +26,8 @@ using test_util::RunResult;
 
 class PgWhatIfTest : public PgCliTest {};
 
-int64_t NrHugePages() {
-  std::ifstream in("/proc/sys/vm/nr_hugepages");
-  int64_t n = -1;
-  in >> n;
-  return n;
-}
+// vm.nr_hugepages, -1 if it cannot be read.
+int64_t NrHugePages() { return pgreal::ReadNrHugePages().value_or(-1); }
 
 TEST_F(PgWhatIfTest, EachChangeIsARowBesideTheStockServerNamedInItsJson) {
   const std::string shim = pgreal::WhatIfLibraryPath(pgreal::WhatIfKind::kQuickExit);
