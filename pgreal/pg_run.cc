@@ -6,15 +6,18 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <functional>
 #include <memory>
 #include <optional>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "base/interleaved.h"
 #include "base/interrupt.h"
 #include "base/resource_usage.h"
 #include "pgreal/internal/processes.h"
+#include "pgreal/phase_rules.h"
 #include "profiling/perf_events.h"
 #include "profiling/perf_record.h"
 
@@ -612,6 +615,51 @@ std::vector<ServerClock> ComputeServerClocks(std::span<const PgTargetResult> tar
   return clocks;
 }
 
+std::vector<ProfileChange> ComputeProfileChanges(std::span<const PgTargetResult> targets,
+                                                 std::span<const ServerStats> stats) {
+  std::vector<ProfileChange> changes;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const size_t b = BaselineOf(targets, i);
+    if (targets[i].what_if.empty() || b == i) continue;
+    for (const ServerProfile& changed : targets[i].profiles) {
+      const auto stock = std::find_if(targets[b].profiles.begin(), targets[b].profiles.end(),
+                                      [&](const ServerProfile& p) { return p.profiler == changed.profiler; });
+      if (stock == targets[b].profiles.end() || stock->server_samples == 0 || changed.server_samples == 0) continue;
+      ProfileChange c;
+      c.target = i;
+      c.baseline = b;
+      c.profiler = changed.profiler;
+      auto percent = [](const ServerProfile& p, std::string_view phase) {
+        return 100.0 * static_cast<double>(p.SamplesIn(phase)) / static_cast<double>(p.server_samples);
+      };
+      auto us = [&](size_t row, double share_percent) {
+        return row < stats.size() && stats[row].has_cpu ? stats[row].cpu_us.median * share_percent / 100 : -1.0;
+      };
+      for (const PhaseSamples& row : stock->phases) {
+        PhaseChange pc;
+        pc.phase = row.phase;
+        pc.stock_percent = percent(*stock, row.phase);
+        pc.what_if_percent = percent(changed, row.phase);
+        pc.stock_us = us(b, pc.stock_percent);
+        pc.what_if_us = us(i, pc.what_if_percent);
+        c.phases.push_back(std::move(pc));
+      }
+      const std::vector<profiling::FunctionSamples> after =
+          changed.stacks.Under(kBackendRole).TopN(std::numeric_limits<size_t>::max());
+      absl::flat_hash_set<std::string> present;
+      for (const profiling::FunctionSamples& f : after) present.insert(f.name);
+      for (profiling::FunctionSamples& f : stock->stacks.Under(kBackendRole).TopN(std::numeric_limits<size_t>::max())) {
+        if (f.total_percent >= kGoneSharePercent && !present.contains(f.name)) c.gone.push_back(std::move(f));
+      }
+      std::sort(c.gone.begin(), c.gone.end(), [](const profiling::FunctionSamples& x, const profiling::FunctionSamples& y) {
+        return x.total != y.total ? x.total > y.total : x.name < y.name;
+      });
+      changes.push_back(std::move(c));
+    }
+  }
+  return changes;
+}
+
 absl::StatusOr<PgRunOptions> ServersBeside(std::span<const int64_t> shared_buffers, std::span<const int> clients,
                                            const LoopOptions& loop, int64_t rounds) {
   if (shared_buffers.empty() || clients.empty()) return absl::InvalidArgumentError("servers beside a matrix need its sizes and clients");
@@ -659,6 +707,7 @@ absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
     result->compared = compared;
     result->stats = ComputePgStats(result->targets);
     result->clocks = ComputeServerClocks(result->targets, result->stats);
+    result->profile_changes = ComputeProfileChanges(result->targets, result->stats);
     result->worst_half_width = WorstHalfWidth(result->stats);
   }
   return result;

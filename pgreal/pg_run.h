@@ -163,12 +163,37 @@ struct ServerClock {
   double init_cpu_us = -1;
 };
 
+// A what-if's profile against its stock row's (BaselineOf), the same
+// profiler's (ComputeProfileChanges).
+struct PhaseChange {
+  std::string phase;  // every row of ServerProfile::phases, in order
+  double stock_percent = 0;    // of the server's samples
+  double what_if_percent = 0;
+  // Server CPU per connection the phase is given: its share of the samples
+  // times the row's median server CPU per connection; negative when a row's
+  // CPU was not counted.
+  double stock_us = -1;
+  double what_if_us = -1;
+};
+struct ProfileChange {
+  size_t target = 0;    // the what-if's row
+  size_t baseline = 0;  // its stock row
+  std::string profiler;
+  std::vector<PhaseChange> phases;
+  // The functions that left the profile: on at least kGoneSharePercent of
+  // the stock backends' samples (anywhere on the stack), on none of the
+  // what-if's. The stock's figures, most total samples first.
+  std::vector<profiling::FunctionSamples> gone;
+};
+inline constexpr double kGoneSharePercent = 1.0;
+
 struct PgResult {
   std::vector<PgTargetResult> targets;
   PreciseRun run;                 // how the rounds ended
   bool compared = false;          // some target has a baseline other than itself: there are ratios
   std::vector<ServerStats> stats;  // RunPg: ComputePgStats of the targets, once the rounds ended
   std::vector<ServerClock> clocks;  // RunPg: ComputeServerClocks, one per target
+  std::vector<ProfileChange> profile_changes;  // RunPg: ComputeProfileChanges
   double worst_half_width = 0;   // of every `vs base` ratio at the end (base/server_usage.h's WorstHalfWidth)
   std::string server_figures_note;  // why server-side figures are missing, if they are
   // What the run found of an earlier run's change to the host and undid
@@ -191,6 +216,11 @@ std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets)
 // Each target's server clock beside the tool's; `stats` ComputePgStats's.
 std::vector<ServerClock> ComputeServerClocks(std::span<const PgTargetResult> targets,
                                              std::span<const ServerStats> stats);
+
+// For every what-if row with a profile, and each profiler its stock row
+// was also recorded by: what changed, phase by phase, and what left.
+std::vector<ProfileChange> ComputeProfileChanges(std::span<const PgTargetResult> targets,
+                                                 std::span<const ServerStats> stats);
 
 // The servers measured beside another experiment's rounds (`compare
 // --with-pg`): the default installation's (Debian's 15) at each

@@ -197,6 +197,47 @@ absl::Status ReportPgProfiles(const pgreal::PgResult& result, const std::string&
                             {"perf_top_10", a.perf_top_10}};
     }
   }
+  nlohmann::json changes = nlohmann::json::object();
+  for (const pgreal::ProfileChange& c : result.profile_changes) {
+    const pgreal::PgTargetResult& t = result.targets[c.target];
+    const pgreal::PgTargetResult& b = result.targets[c.baseline];
+    out << "\n== " << t.label << " against " << b.label << " (" << c.profiler << ") ==\n";
+    out << absl::StrFormat("%-17s %12s %12s %10s %9s %9s\n", "phase", "stock us", "what-if us", "change us", "stock %",
+                           "what-if %");
+    nlohmann::json phases = nlohmann::json::object();
+    for (const pgreal::PhaseChange& p : c.phases) {
+      const bool cpu = p.stock_us >= 0 && p.what_if_us >= 0;
+      out << absl::StrFormat("%-17s %12s %12s %10s %9.1f %9.1f\n", p.phase,
+                             cpu ? absl::StrFormat("%.0f", p.stock_us) : std::string("-"),
+                             cpu ? absl::StrFormat("%.0f", p.what_if_us) : std::string("-"),
+                             cpu ? absl::StrFormat("%+.0f", p.what_if_us - p.stock_us) : std::string("-"),
+                             p.stock_percent, p.what_if_percent);
+      phases[p.phase] = {{"stock_percent", p.stock_percent},
+                         {"what_if_percent", p.what_if_percent},
+                         {"stock_us", cpu ? nlohmann::json(p.stock_us) : nlohmann::json(nullptr)},
+                         {"what_if_us", cpu ? nlohmann::json(p.what_if_us) : nlohmann::json(nullptr)}};
+    }
+    out << "us: server CPU per connection the phase is given (its share of one recorded pass's samples times the "
+           "row's median server CPU per connection of the rounds, whose interval is in the table above)\n";
+    nlohmann::json gone = nlohmann::json::array();
+    for (const profiling::FunctionSamples& f : c.gone) gone.push_back(f.name);
+    if (c.gone.empty()) {
+      out << absl::StrFormat("left the profile: no function on %.0f %% or more of the stock backends' samples is "
+                             "missing from the what-if's\n",
+                             pgreal::kGoneSharePercent);
+    } else {
+      out << absl::StrFormat("left the profile (on %.0f %% or more of the stock backends' samples, on none of the "
+                             "what-if's):\n",
+                             pgreal::kGoneSharePercent);
+      for (const profiling::FunctionSamples& f : c.gone) {
+        out << absl::StrFormat("  %-40s %7d samples, %5.1f %% of the stock backends'\n", f.name, f.total,
+                               f.total_percent);
+      }
+    }
+    changes[absl::StrCat(t.label, " (", c.profiler, ")")] = {
+        {"baseline", b.label}, {"profiler", c.profiler}, {"phases", phases}, {"gone", gone}};
+  }
+  if (!changes.empty()) header["profile_changes"] = changes;
   header["profiles"] = by_profiler[0];
   header["builtin_profiles"] = by_profiler[1];
   if (!agreement.empty()) header["profile_agreement"] = agreement;

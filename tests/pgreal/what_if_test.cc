@@ -16,6 +16,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pgreal/internal/processes.h"
+#include "pgreal/pg_run.h"
+#include "pgreal/phase_rules.h"
 
 namespace backendlab::pgreal {
 namespace {
@@ -136,6 +138,77 @@ TEST(OpensslNoAtexit, NoOpensslCleanupRunsAtExit) {
   EXPECT_EQ(changed.exit_status, 0);
   EXPECT_THAT(changed.output, HasSubstr("backendlab what-if openssl-no-atexit: applied in process"));
   EXPECT_THAT(changed.output, Not(HasSubstr("OPENSSL_cleanup ran")));
+}
+
+// A profile of `samples` backend stacks, each under its phase.
+struct Stack {
+  std::vector<std::string> frames;
+  std::string phase;
+  int64_t samples;
+};
+ServerProfile ProfileOf(const std::vector<Stack>& stacks) {
+  ServerProfile p;
+  for (std::string_view phase : kPhaseNames) p.phases.push_back({std::string(phase), 0});
+  p.phases.push_back({std::string(kUnclaimed), 0});
+  for (const Stack& s : stacks) {
+    std::vector<std::string> rooted = {std::string(kBackendRole)};
+    rooted.insert(rooted.end(), s.frames.begin(), s.frames.end());
+    p.stacks.Add(rooted, s.samples);
+    for (PhaseSamples& row : p.phases) {
+      if (row.phase == s.phase) row.samples += s.samples;
+    }
+  }
+  p.server_samples = p.stacks.total_samples();
+  return p;
+}
+
+TEST(WhatIfProfile, ThePhasesThatShrankAndTheFunctionsThatLeftAreComputedAgainstTheStockRow) {
+  PgTargetResult stock;
+  stock.label = "15/128MB";
+  stock.installation.bindir = "/pg15";
+  stock.shared_buffers_bytes = 128 << 20;
+  stock.profiles.push_back(ProfileOf({{{"PostgresMain", "InitPostgres"}, "init", 60},
+                                      {{"proc_exit", "exit", "OPENSSL_cleanup"}, "exit", 30},
+                                      {{"proc_exit", "exit", "_dl_fini", "rare"}, "exit", 9},
+                                      {{"proc_exit", "exit", "tiny"}, "exit", 1}}));
+  PgTargetResult quick = stock;
+  quick.label = "15/128MB +quick-exit";
+  quick.what_if = "quick-exit";
+  quick.profiles = {ProfileOf({{{"PostgresMain", "InitPostgres"}, "init", 60}, {{"proc_exit", "exit", "_exit"}, "exit", 1}})};
+  std::vector<PgTargetResult> targets = {stock, quick};
+  std::vector<ServerStats> stats(2);
+  stats[0].has_cpu = stats[1].has_cpu = true;
+  stats[0].cpu_us.median = 1000;
+  stats[1].cpu_us.median = 610;
+
+  const std::vector<ProfileChange> changes = ComputeProfileChanges(targets, stats);
+  ASSERT_EQ(changes.size(), 1u) << "the what-if row only";
+  const ProfileChange& c = changes[0];
+  EXPECT_EQ(c.target, 1u);
+  EXPECT_EQ(c.baseline, 0u);
+  EXPECT_EQ(c.profiler, "perf");
+  ASSERT_EQ(c.phases.size(), std::size(kPhaseNames) + 1);
+  for (const PhaseChange& p : c.phases) {
+    if (p.phase == "exit") {
+      EXPECT_DOUBLE_EQ(p.stock_percent, 40);
+      EXPECT_DOUBLE_EQ(p.stock_us, 400);  // 40 % of 1000 us
+      EXPECT_NEAR(p.what_if_percent, 100.0 / 61, 1e-9);
+      EXPECT_NEAR(p.what_if_us, 10, 1e-9);  // 1/61 of 610 us
+    }
+    if (p.phase == "init") {
+      EXPECT_NEAR(p.what_if_us, 600, 1e-9);
+    }
+  }
+  // On 1 % or more of the stock backends' samples and on none of the
+  // what-if's, most samples first: "tiny" (1 %) is in, "exit" stays.
+  std::vector<std::string> gone;
+  for (const profiling::FunctionSamples& f : c.gone) gone.push_back(f.name);
+  EXPECT_EQ(gone, (std::vector<std::string>{"OPENSSL_cleanup", "_dl_fini", "rare", "tiny"}));
+  EXPECT_EQ(c.gone[0].total, 30);
+
+  // Without the stock row's profile there is nothing to set it against.
+  targets[0].profiles.clear();
+  EXPECT_TRUE(ComputeProfileChanges(targets, stats).empty());
 }
 
 }  // namespace

@@ -55,6 +55,30 @@ TEST_F(PgWhatIfTest, EachChangeIsARowBesideTheStockServerNamedInItsJson) {
   ExpectNoServerLeft();
 }
 
+// With --profile, the what-if's phases against the stock row's, and the
+// functions that left.
+TEST_F(PgWhatIfTest, ProfileSetsTheWhatIfsPhasesAgainstTheStockRows) {
+  const RunResult r = Run(Small({"pg", "--what-if=quick-exit", "--profile=builtin", "--out=" + dir_ + "/profile",
+                                 "--json=" + dir_ + "/out.json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("== 15/128MB +quick-exit against 15/128MB (builtin) =="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("left the profile"), std::string::npos) << r.out;
+  const nlohmann::json changes = nlohmann::json::parse(ReadFile(dir_ + "/out.json"))["header"]["profile_changes"];
+  const nlohmann::json& c = changes["15/128MB +quick-exit (builtin)"];
+  ASSERT_TRUE(c.is_object()) << changes.dump();
+  EXPECT_EQ(c["baseline"], "15/128MB");
+  ASSERT_EQ(c["phases"].size(), 12u) << "every phase row and unclaimed";
+  double stock = 0, what_if = 0;
+  for (const auto& [phase, row] : c["phases"].items()) {
+    stock += row["stock_percent"].get<double>();
+    what_if += row["what_if_percent"].get<double>();
+  }
+  EXPECT_NEAR(stock, 100, 1e-6);
+  EXPECT_NEAR(what_if, 100, 1e-6);
+  EXPECT_TRUE(c["gone"].is_array());
+  ExpectNoServerLeft();
+}
+
 TEST_F(PgWhatIfTest, BadNamesAndAServerTheToolDidNotStartAreRefused) {
   const RunResult unknown = Run(Small({"pg", "--what-if=quick-exit,fast-exit"}));
   EXPECT_EQ(unknown.exit_code, 2);
