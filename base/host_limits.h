@@ -1,0 +1,58 @@
+// What a run that holds many processes needs of the host — descriptors,
+// processes, memory — checked against what the host gives before anything
+// starts, and a held process's memory once it runs: the one place
+// `pg --hold` and `cycle --hold` read these limits.
+#ifndef BACKENDLAB_BASE_HOST_LIMITS_H_
+#define BACKENDLAB_BASE_HOST_LIMITS_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace backendlab {
+
+// What a held backend may take of the host's memory, for the check before a
+// run: PostgreSQL's own memory of an idle connection is under 2 MiB
+// (../shared/facts/CONNECTIONS.md, "Many connections"); its page tables,
+// kernel stack and task structures come on top. Twice the anchor: an
+// estimate that errs on the side of refusing, not a measurement (a run
+// measures it: ProcessMemory).
+inline constexpr int64_t kHeldBackendBytes = 4LL << 20;
+
+struct HostNeeds {
+  std::string what;         // the flag asking, for the message: "--hold=4096"
+  int64_t descriptors = 0;  // open at once in this process
+  int64_t processes = 0;    // more than now, of the user `uid`
+  uid_t uid = 0;            // whose processes (RLIMIT_NPROC counts a user's)
+  int64_t memory_bytes = 0;  // more than now
+};
+
+// Raises this process's RLIMIT_NOFILE soft limit to its hard one (children
+// started afterwards inherit it), then checks each need against the host:
+// descriptors against RLIMIT_NOFILE; processes against RLIMIT_NPROC (less
+// the user's processes now; not for root, which it does not bind), what
+// kernel.pid_max and kernel.threads-max leave, and a cgroup v2 pids.max;
+// memory against MemAvailable. InvalidArgument, one line naming the limit
+// and its value, for the first need the host cannot meet.
+absl::Status CheckHostLimits(const HostNeeds& needs);
+
+// A process's memory as the kernel accounts it (/proc/PID/smaps_rollup,
+// /proc/PID/status), kilobytes: rss counts every resident page it maps,
+// shared ones whole; pss shares each among its mappers; private_kb is what
+// is its alone (Private_Clean + Private_Dirty: what its exit frees);
+// page_tables_kb is VmPTE. None when the files cannot be read.
+struct ProcessMemory {
+  int64_t rss_kb = 0;
+  int64_t pss_kb = 0;
+  int64_t private_kb = 0;
+  int64_t page_tables_kb = 0;
+};
+std::optional<ProcessMemory> ReadProcessMemory(pid_t pid);
+
+}  // namespace backendlab
+
+#endif  // BACKENDLAB_BASE_HOST_LIMITS_H_
