@@ -12,6 +12,15 @@ ServerStats ComputeServerStats(const MeasuredRounds& row, const MeasuredRounds* 
   const std::vector<double> cpu = CpuUsByRound(row.server);
   s.has_cpu = !cpu.empty() && std::all_of(cpu.begin(), cpu.end(), [](double v) { return v > 0; });
   if (s.has_cpu) s.cpu_us = MedianWithInterval(cpu);
+  const std::vector<double> postmaster = PerRound(row.server, [](const PerConnection& p) { return p.postmaster_cpu_us; });
+  s.has_postmaster_cpu =
+      !postmaster.empty() && std::all_of(postmaster.begin(), postmaster.end(), [](double v) { return v > 0; });
+  if (s.has_postmaster_cpu) {
+    std::vector<double> ceilings;
+    for (double us : postmaster) ceilings.push_back(1e6 / us);
+    s.postmaster_cpu_us = MedianWithInterval(postmaster);
+    s.ceiling = MedianWithInterval(ceilings);
+  }
   if (baseline == nullptr) return s;
   if (baseline == &row) {
     s.rate_vs_baseline = SelfRatio(static_cast<int>(row.rates.size()));

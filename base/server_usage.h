@@ -32,6 +32,11 @@ struct ServerUsage {
   int64_t minor_faults = 0;
   int64_t major_faults = 0;
   int64_t context_switches = -1;  // voluntary + involuntary; -1: not counted
+  // The postmaster's own CPU, its reaped children's left out: what it spends
+  // accepting, forking, keeping count and reaping, the one process every
+  // connection passes through (its ceiling: ServerStats::ceiling). -1: not
+  // counted.
+  int64_t postmaster_cpu_ns = -1;
   // System calls of every kind (-1: not counted) and of each kind asked for.
   int64_t syscalls = -1;
   std::vector<int64_t> syscalls_by_kind;
@@ -47,6 +52,7 @@ struct ServerUsage {
     minor_faults += other.minor_faults;
     major_faults += other.major_faults;
     add(context_switches, other.context_switches);
+    add(postmaster_cpu_ns, other.postmaster_cpu_ns);
     add(syscalls, other.syscalls);
     if (syscalls < 0 || syscalls_by_kind.size() != other.syscalls_by_kind.size()) {
       syscalls_by_kind.clear();
@@ -66,6 +72,7 @@ struct PerConnection {
   double minor_faults = 0;
   double major_faults = 0;
   double context_switches = -1;
+  double postmaster_cpu_us = -1;
   double syscalls = -1;
   std::vector<double> syscalls_by_kind;
 };
@@ -81,6 +88,7 @@ inline PerConnection PerConnectionOf(const ServerUsage& u) {
   p.minor_faults = per(u.minor_faults, 1);
   p.major_faults = per(u.major_faults, 1);
   p.context_switches = per(u.context_switches, 1);
+  p.postmaster_cpu_us = per(u.postmaster_cpu_ns, 1e3);
   p.syscalls = per(u.syscalls, 1);
   for (int64_t k : u.syscalls_by_kind) p.syscalls_by_kind.push_back(per(k, 1));
   return p;
@@ -122,6 +130,13 @@ struct ServerStats {
   MedianEstimate rate;
   MedianEstimate cpu_us;
   bool has_cpu = false;  // every round counted the server's CPU, and some
+  // The postmaster's own CPU per connection, and the ceiling it sets: one
+  // CPU-second over it, the conn/s a postmaster that did nothing else
+  // could serve on one core (each round's, their median [interval]). Set
+  // only where every round counted it, and some.
+  MedianEstimate postmaster_cpu_us;
+  MedianEstimate ceiling;
+  bool has_postmaster_cpu = false;
   std::optional<RatioEstimate> rate_vs_baseline;  // higher is faster
   std::optional<RatioEstimate> cpu_vs_baseline;   // lower is faster
 };

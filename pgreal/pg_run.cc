@@ -95,6 +95,9 @@ class RoundCounters {
     u.system_ns = proc_after->system_ns - proc_before_->system_ns;
     u.minor_faults = proc_after->minor_faults - proc_before_->minor_faults;
     u.major_faults = proc_after->major_faults - proc_before_->major_faults;
+    if (proc_before_->own_cpu_ns >= 0 && proc_after->own_cpu_ns >= 0) {
+      u.postmaster_cpu_ns = proc_after->own_cpu_ns - proc_before_->own_cpu_ns;
+    }
     u.task_clock_ns = Counted(profiling::PerfEvent::kTaskClock);
     u.context_switches = Counted(profiling::PerfEvent::kContextSwitches);
     if (calls) {

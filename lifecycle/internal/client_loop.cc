@@ -128,6 +128,7 @@ bool ClientLoop::DrainOne() {
       result_.server.minor_faults = m.usage.minor_faults;
       result_.server.major_faults = m.usage.major_faults;
       result_.server.context_switches = m.usage.context_switches;
+      result_.server.postmaster_cpu_ns = m.usage.postmaster_ns;
       break;
   }
   return true;

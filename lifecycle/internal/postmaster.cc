@@ -62,6 +62,7 @@ class Postmaster {
       u.minor_faults += r.ru_minflt;
       u.major_faults += r.ru_majflt;
       u.context_switches += r.ru_nvcsw + r.ru_nivcsw;
+      if (who == RUSAGE_SELF) u.postmaster_ns = u.user_ns + u.system_ns;
     }
     return u;
   }
@@ -301,7 +302,7 @@ void Postmaster::Main() {
     m.type = Message::kServerUsage;
     m.usage = {end.user_ns - serving_start.user_ns, end.system_ns - serving_start.system_ns,
                end.minor_faults - serving_start.minor_faults, end.major_faults - serving_start.major_faults,
-               end.context_switches - serving_start.context_switches};
+               end.context_switches - serving_start.context_switches, end.postmaster_ns - serving_start.postmaster_ns};
     Send(m);
   }
   if (sample_slots_) {  // before the closing bare forks: they are not the run

@@ -49,6 +49,7 @@ struct Message {
   int64_t value = 0;
   struct Usage {
     int64_t user_ns, system_ns, minor_faults, major_faults, context_switches;
+    int64_t postmaster_ns;  // of the above, the postmaster's own CPU
   } usage{};
   BackendRecord record;
 };

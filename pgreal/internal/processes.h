@@ -79,6 +79,9 @@ struct ProcessTotals {
   int64_t system_ns = 0;        // stime + cstime
   int64_t minor_faults = 0;     // minflt + cminflt
   int64_t major_faults = 0;     // majflt + cmajflt
+  // The process alone (its main thread: a postmaster has one), in ns, from
+  // /proc/PID/schedstat; -1 where the kernel does not give it.
+  int64_t own_cpu_ns = -1;
 };
 std::optional<ProcessTotals> ReadProcessTotals(pid_t pid);
 

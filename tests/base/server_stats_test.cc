@@ -61,6 +61,29 @@ TEST(ServerStatsTest, NoCpuWithoutEveryRoundCountedAndRowsAheadPairWhatBothHave)
   EXPECT_FALSE(z.has_cpu) << "a round with no CPU counted (clock ticks too coarse) is not a figure";
 }
 
+// The postmaster's own CPU per connection and the ceiling it sets: each
+// round's one CPU-second over it, their median; absent unless every round
+// counted it.
+TEST(ServerStatsTest, ThePostmastersCeilingIsOneCpuSecondOverItsCpuPerConnection) {
+  const std::vector<double> rates = {100, 100, 100};
+  std::vector<ServerUsage> rounds = {Usage(100, 50'000'000), Usage(200, 100'000'000), Usage(100, 50'000'000)};
+  rounds[0].postmaster_cpu_ns = 10'000'000;  // 100 us per connection: 10000 conn/s
+  rounds[1].postmaster_cpu_ns = 50'000'000;  // 250 us: 4000 conn/s
+  rounds[2].postmaster_cpu_ns = 20'000'000;  // 200 us: 5000 conn/s
+  const ServerStats s = ComputeServerStats(MeasuredRounds{rates, rounds}, nullptr);
+  ASSERT_TRUE(s.has_postmaster_cpu);
+  EXPECT_DOUBLE_EQ(s.postmaster_cpu_us.median, 200);
+  EXPECT_DOUBLE_EQ(s.ceiling.median, 5000);
+  EXPECT_EQ(s.ceiling.count, 3);
+  EXPECT_EQ(PerConnectionOf(Merged(rounds)).postmaster_cpu_us, 80'000.0 / 400);
+
+  rounds[1].postmaster_cpu_ns = -1;  // a round that could not count it
+  const ServerStats missing = ComputeServerStats(MeasuredRounds{rates, rounds}, nullptr);
+  EXPECT_FALSE(missing.has_postmaster_cpu);
+  EXPECT_EQ(Merged(rounds).postmaster_cpu_ns, -1) << "a figure missing from a round stays missing in the sum";
+  EXPECT_TRUE(missing.has_cpu) << "the whole server's CPU does not depend on it";
+}
+
 // The precision check's figure: the widest ratio's relative half-width,
 // a ratio with no interval counting as 1, a baseline's own and an absent
 // one as 0.
