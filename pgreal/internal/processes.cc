@@ -295,14 +295,6 @@ std::optional<ProcessTotals> ReadProcessTotals(pid_t pid) {
   return t;
 }
 
-std::vector<pid_t> ChildrenOf(pid_t pid) {
-  std::vector<pid_t> children;
-  for (const ProcStat& p : ProcStats()) {
-    if (p.ppid == pid) children.push_back(p.pid);
-  }
-  return children;
-}
-
 std::string FileTail(const std::string& path, int lines) {
   std::ifstream in(path);
   std::deque<std::string> last;

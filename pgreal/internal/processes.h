@@ -85,9 +85,6 @@ struct ProcessTotals {
 };
 std::optional<ProcessTotals> ReadProcessTotals(pid_t pid);
 
-// The pids whose parent is `pid`, from /proc (empty if none or unreadable).
-std::vector<pid_t> ChildrenOf(pid_t pid);
-
 // The last `lines` lines of a text file, each line prefixed with "\n  | "
 // so that a log tail reads apart from our own message, a server's "the
 // database system is starting up" (the tool's pings) left out; a line

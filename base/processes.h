@@ -1,15 +1,16 @@
-// What a run that holds many processes needs of the host — descriptors,
-// processes, memory — checked against what the host gives before anything
-// starts, and a held process's memory once it runs: the one place
-// `pg --hold` and `cycle --hold` read these limits.
-#ifndef BACKENDLAB_BASE_HOST_LIMITS_H_
-#define BACKENDLAB_BASE_HOST_LIMITS_H_
+// The host's processes as a run that holds many of them sees them: what it
+// needs of the host — descriptors, processes, memory — checked before
+// anything starts, a process's children, and a held process's memory once
+// it runs. The one place `pg --hold` and `cycle --hold` read them.
+#ifndef BACKENDLAB_BASE_PROCESSES_H_
+#define BACKENDLAB_BASE_PROCESSES_H_
 
 #include <sys/types.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -53,6 +54,10 @@ struct ProcessMemory {
 };
 std::optional<ProcessMemory> ReadProcessMemory(pid_t pid);
 
+// The pids whose parent is `pid`, from /proc (empty if none or unreadable):
+// every process on the host is looked at, milliseconds with thousands.
+std::vector<pid_t> ChildrenOf(pid_t pid);
+
 }  // namespace backendlab
 
-#endif  // BACKENDLAB_BASE_HOST_LIMITS_H_
+#endif  // BACKENDLAB_BASE_PROCESSES_H_

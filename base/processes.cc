@@ -1,12 +1,16 @@
-// The host's limits on descriptors, processes and memory, and a process's
-// memory, from getrlimit, /proc and cgroup v2.
-#include "base/host_limits.h"
+// The host's limits on descriptors, processes and memory, a process's
+// children and memory, from getrlimit, /proc and cgroup v2.
+#include "base/processes.h"
 
 #include <dirent.h>
 #include <sys/resource.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -133,6 +137,32 @@ std::optional<ProcessMemory> ReadProcessMemory(pid_t pid) {
   const std::optional<int64_t> pte = FieldKb(absl::StrCat("/proc/", pid, "/status"), "VmPTE");
   if (!rss || !pss || !clean || !dirty || !pte) return std::nullopt;
   return ProcessMemory{*rss, *pss, *clean + *dirty, *pte};
+}
+
+std::vector<pid_t> ChildrenOf(pid_t pid) {
+  std::vector<pid_t> children;
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return children;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    // One read() a process: thousands are looked at in a few milliseconds.
+    const int fd = open(absl::StrCat("/proc/", e->d_name, "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[512];
+    const ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) continue;
+    buf[n] = '\0';
+    // After the comm, which may hold spaces and parentheses: state, ppid.
+    const char* after = std::strrchr(buf, ')');
+    char state = 0;
+    int ppid = 0;
+    if (after != nullptr && std::sscanf(after + 1, " %c %d", &state, &ppid) == 2 && ppid == pid) {
+      children.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+    }
+  }
+  closedir(dir);
+  return children;
 }
 
 }  // namespace backendlab

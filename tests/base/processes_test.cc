@@ -1,14 +1,16 @@
-// The host's limits before a run that holds many processes: the soft
+// The host's processes: before a run that holds many, the soft
 // descriptor limit raised to the hard one, and a need beyond a limit
 // refused in one line naming it; and a process's memory as the kernel
 // accounts it.
-#include "base/host_limits.h"
+#include "base/processes.h"
 
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -34,7 +36,7 @@ bool OneLineNaming(const absl::Status& s, const std::string& limit) {
          m.find(limit) != std::string::npos;
 }
 
-TEST(HostLimitsTest, RaisesTheSoftDescriptorLimitToTheHardOne) {
+TEST(ProcessesTest, RaisesTheSoftDescriptorLimitToTheHardOne) {
   EXPECT_EQ(InChild([] {
               rlimit low{64, 128};
               if (setrlimit(RLIMIT_NOFILE, &low) != 0) return false;
@@ -46,7 +48,7 @@ TEST(HostLimitsTest, RaisesTheSoftDescriptorLimitToTheHardOne) {
             0);
 }
 
-TEST(HostLimitsTest, DescriptorsBeyondTheHardLimitAreRefusedNamingIt) {
+TEST(ProcessesTest, DescriptorsBeyondTheHardLimitAreRefusedNamingIt) {
   EXPECT_EQ(InChild([] {
               rlimit low{64, 128};
               if (setrlimit(RLIMIT_NOFILE, &low) != 0) return false;
@@ -56,7 +58,7 @@ TEST(HostLimitsTest, DescriptorsBeyondTheHardLimitAreRefusedNamingIt) {
             0);
 }
 
-TEST(HostLimitsTest, ProcessesAndMemoryBeyondTheHostAreRefusedNamingTheLimit) {
+TEST(ProcessesTest, ProcessesAndMemoryBeyondTheHostAreRefusedNamingTheLimit) {
   // More processes than any kernel's pid_max (at most 2^22) allows.
   const absl::Status processes = CheckHostLimits({.what = "--hold=9", .processes = int64_t{1} << 23, .uid = getuid()});
   EXPECT_TRUE(OneLineNaming(processes, "more processes")) << processes;
@@ -65,7 +67,7 @@ TEST(HostLimitsTest, ProcessesAndMemoryBeyondTheHostAreRefusedNamingTheLimit) {
   EXPECT_TRUE(CheckHostLimits({.what = "--hold=9", .descriptors = 8, .processes = 1, .memory_bytes = 1 << 20}).ok());
 }
 
-TEST(HostLimitsTest, RlimitNprocCountsTheUsersProcesses) {
+TEST(ProcessesTest, RlimitNprocCountsTheUsersProcesses) {
   EXPECT_EQ(InChild([] {
               // RLIMIT_NPROC does not bind root, and the check leaves root
               // out: as root the child becomes nobody first.
@@ -78,7 +80,7 @@ TEST(HostLimitsTest, RlimitNprocCountsTheUsersProcesses) {
             0);
 }
 
-TEST(HostLimitsTest, AProcesssPrivateMemoryGrowsByThePagesItTouches) {
+TEST(ProcessesTest, AProcesssPrivateMemoryGrowsByThePagesItTouches) {
   const std::optional<ProcessMemory> before = ReadProcessMemory(getpid());
   ASSERT_TRUE(before.has_value()) << "no /proc/self/smaps_rollup";
   EXPECT_GT(before->private_kb, 0);
@@ -97,6 +99,27 @@ TEST(HostLimitsTest, AProcesssPrivateMemoryGrowsByThePagesItTouches) {
   EXPECT_GE(after->private_kb - before->private_kb, int64_t{kBytes >> 10});
   EXPECT_LT(after->private_kb - before->private_kb, int64_t{(kBytes >> 10) + 1024});
   EXPECT_FALSE(ReadProcessMemory(-1).has_value());
+}
+
+TEST(ProcessesTest, ChildrenOfNamesEveryChildAndNoOther) {
+  std::vector<pid_t> forked;
+  for (int i = 0; i < 3; ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      pause();
+      _exit(0);
+    }
+    forked.push_back(pid);
+  }
+  std::vector<pid_t> children = ChildrenOf(getpid());
+  for (pid_t pid : forked) {
+    EXPECT_NE(std::find(children.begin(), children.end(), pid), children.end()) << pid;
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  children = ChildrenOf(getpid());
+  for (pid_t pid : forked) EXPECT_EQ(std::find(children.begin(), children.end(), pid), children.end()) << pid;
+  EXPECT_TRUE(ChildrenOf(-1).empty());
 }
 
 }  // namespace
