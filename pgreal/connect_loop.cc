@@ -25,6 +25,39 @@ std::string OneLine(const char* message) {
   return s;
 }
 
+// A connection started without blocking (PQconnectStart), libpq's notices
+// silenced. Its first wait is for POLLOUT, as libpq's documentation says.
+absl::StatusOr<PGconn*> StartConnecting(const std::string& conninfo) {
+  PGconn* conn = PQconnectStart(conninfo.c_str());
+  if (conn == nullptr) return absl::ResourceExhaustedError("PQconnectStart: out of memory");
+  // libpq prints what it treats as a notice on stderr, an error that comes
+  // while the connection is idle too (a backend's "terminating connection
+  // due to unexpected postmaster exit"): a stray line before the tool's own.
+  // The loop reports failures itself.
+  PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
+  if (PQstatus(conn) == CONNECTION_BAD) {
+    const std::string why = OneLine(PQerrorMessage(conn));
+    PQfinish(conn);
+    return absl::InternalError(absl::StrCat("cannot connect: ", why));
+  }
+  return conn;
+}
+
+// One step of a connection being made, once poll() saw what it waited for:
+// 0 when it is made, else what to poll for next.
+absl::StatusOr<short> ContinueConnecting(PGconn* conn) {
+  switch (PQconnectPoll(conn)) {
+    case PGRES_POLLING_READING:
+      return POLLIN;
+    case PGRES_POLLING_WRITING:
+      return POLLOUT;
+    case PGRES_POLLING_OK:
+      return 0;
+    default:
+      return absl::InternalError(absl::StrCat("cannot connect: ", OneLine(PQerrorMessage(conn))));
+  }
+}
+
 struct Client {
   enum class State { kIdle, kConnecting, kQuerying };
   State state = State::kIdle;
@@ -88,42 +121,30 @@ absl::Status Loop::Start(Client& c) {
   c.measured = started_ >= options_.warmup;
   ++started_;
   c.start_ns = NowNs();
-  c.conn = PQconnectStart(options_.conninfo.c_str());
-  if (c.conn == nullptr) return absl::ResourceExhaustedError("PQconnectStart: out of memory");
-  // libpq prints what it treats as a notice on stderr, an error that comes
-  // while the connection is idle too (a backend's "terminating connection
-  // due to unexpected postmaster exit"): a stray line before the tool's own.
-  // The loop reports failures itself.
-  PQsetNoticeProcessor(c.conn, [](void*, const char*) {}, nullptr);
-  if (PQstatus(c.conn) == CONNECTION_BAD) {
-    return absl::InternalError(absl::StrCat("cannot connect: ", OneLine(PQerrorMessage(c.conn))));
-  }
+  absl::StatusOr<PGconn*> conn = StartConnecting(options_.conninfo);
+  if (!conn.ok()) return conn.status();
+  c.conn = *conn;
   c.state = Client::State::kConnecting;
-  c.wait_for = POLLOUT;  // as libpq's documentation says: poll as if PGRES_POLLING_WRITING
+  c.wait_for = POLLOUT;
   return absl::OkStatus();
 }
 
 absl::Status Loop::Step(Client& c) {
   if (c.state == Client::State::kConnecting) {
-    switch (PQconnectPoll(c.conn)) {
-      case PGRES_POLLING_READING:
-        c.wait_for = POLLIN;
-        return absl::OkStatus();
-      case PGRES_POLLING_WRITING:
-        c.wait_for = POLLOUT;
-        return absl::OkStatus();
-      case PGRES_POLLING_OK:
-        c.connected_ns = NowNs();
-        if (options_.query.empty()) return Finish(c);
-        if (PQsetnonblocking(c.conn, 1) != 0 || PQsendQuery(c.conn, options_.query.c_str()) == 0) {
-          return absl::InternalError(absl::StrCat("--query: ", OneLine(PQerrorMessage(c.conn))));
-        }
-        c.state = Client::State::kQuerying;
-        c.wait_for = PQflush(c.conn) == 1 ? POLLOUT : POLLIN;
-        return absl::OkStatus();
-      default:
-        return absl::InternalError(absl::StrCat("cannot connect: ", OneLine(PQerrorMessage(c.conn))));
+    absl::StatusOr<short> next = ContinueConnecting(c.conn);
+    if (!next.ok()) return next.status();
+    if (*next != 0) {
+      c.wait_for = *next;
+      return absl::OkStatus();
     }
+    c.connected_ns = NowNs();
+    if (options_.query.empty()) return Finish(c);
+    if (PQsetnonblocking(c.conn, 1) != 0 || PQsendQuery(c.conn, options_.query.c_str()) == 0) {
+      return absl::InternalError(absl::StrCat("--query: ", OneLine(PQerrorMessage(c.conn))));
+    }
+    c.state = Client::State::kQuerying;
+    c.wait_for = PQflush(c.conn) == 1 ? POLLOUT : POLLIN;
+    return absl::OkStatus();
   }
   // Querying: send what is left, then read until the result is complete.
   const int flushed = PQflush(c.conn);
@@ -204,6 +225,90 @@ absl::StatusOr<LoopResult> Loop::Run() {
 absl::StatusOr<LoopResult> RunConnectLoop(const LoopOptions& options) {
   Loop loop(options);
   return loop.Run();
+}
+
+absl::StatusOr<HeldConnections> HeldConnections::Open(const std::string& conninfo, int64_t n, int in_flight,
+                                                      const std::function<void(int64_t)>& progress) {
+  HeldConnections held;  // closes every connection made, on every path
+  held.conns_.reserve(static_cast<size_t>(n));
+  struct Pending {
+    PGconn* conn;
+    short wait_for;
+  };
+  std::vector<Pending> pending;
+  std::vector<pollfd> fds;
+  int64_t started = 0;
+  int64_t last_progress = NowNs();
+  const int64_t begin = NowNs();
+  auto failed = [&](const absl::Status& why) {
+    for (Pending& p : pending) PQfinish(p.conn);
+    return absl::Status(why.code(), absl::StrCat(why.message(), " (", held.size(), " of ", n, " held connections open)"));
+  };
+  while (held.size() < n) {
+    if (StopRequested()) {
+      for (Pending& p : pending) PQfinish(p.conn);
+      return StoppedStatus();
+    }
+    while (started < n && static_cast<int>(pending.size()) < in_flight) {
+      absl::StatusOr<PGconn*> conn = StartConnecting(conninfo);
+      if (!conn.ok()) return failed(conn.status());
+      pending.push_back({*conn, POLLOUT});
+      ++started;
+    }
+    fds.clear();
+    for (const Pending& p : pending) fds.push_back({PQsocket(p.conn), p.wait_for, 0});
+    const int ready = poll(fds.data(), fds.size(), 100);
+    if (ready < 0 && errno != EINTR) return failed(absl::InternalError(absl::StrCat("poll: ", std::strerror(errno))));
+    for (size_t i = fds.size(); ready > 0 && i-- > 0;) {
+      if (fds[i].revents == 0) continue;
+      absl::StatusOr<short> next = ContinueConnecting(pending[i].conn);
+      if (!next.ok()) return failed(next.status());
+      if (*next != 0) {
+        pending[i].wait_for = *next;
+        continue;
+      }
+      held.conns_.push_back(pending[i].conn);
+      pending.erase(pending.begin() + static_cast<ptrdiff_t>(i));
+    }
+    if (progress && NowNs() - last_progress > 100'000'000) {
+      last_progress = NowNs();
+      progress(held.size());
+    }
+  }
+  held.open_ns_ = NowNs() - begin;
+  return held;
+}
+
+HeldConnections& HeldConnections::operator=(HeldConnections&& other) noexcept {
+  if (this != &other) {
+    Close();
+    conns_ = std::move(other.conns_);
+    other.conns_.clear();
+    open_ns_ = other.open_ns_;
+  }
+  return *this;
+}
+
+std::vector<int> HeldConnections::BackendPids() const {
+  std::vector<int> pids;
+  for (PGconn* conn : conns_) pids.push_back(PQbackendPID(conn));
+  return pids;
+}
+
+absl::Status HeldConnections::CheckOpen() const {
+  std::vector<pollfd> fds;
+  for (PGconn* conn : conns_) fds.push_back({PQsocket(conn), POLLIN | POLLRDHUP, 0});
+  if (poll(fds.data(), fds.size(), 0) < 0) return absl::InternalError(absl::StrCat("poll: ", std::strerror(errno)));
+  int64_t closed = 0;
+  for (const pollfd& f : fds) closed += f.revents != 0;
+  if (closed == 0) return absl::OkStatus();
+  return absl::InternalError(
+      absl::StrCat(closed, " of ", size(), " held connections were closed by the server during the run"));
+}
+
+void HeldConnections::Close() {
+  for (PGconn* conn : conns_) PQfinish(conn);
+  conns_.clear();
 }
 
 absl::StatusOr<int> ServerMajorVersion(const std::string& conninfo) {

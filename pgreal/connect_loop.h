@@ -7,17 +7,24 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "base/histogram.h"
 #include "base/resource_usage.h"
 
+struct pg_conn;  // libpq's PGconn
+
 namespace backendlab::pgreal {
 
 // The most connections a loop keeps in flight: each is a server backend
 // (max_connections is set above it) and a client socket in the tool.
 inline constexpr int kMaxClients = 1000;
+// The most connections a run holds open beside its loop (pg --hold): each a
+// backend and a socket in the tool; PostgreSQL's max_connections goes to
+// 262143.
+inline constexpr int64_t kMaxHold = 100'000;
 
 struct LoopOptions {
   std::string conninfo;
@@ -45,6 +52,42 @@ struct LoopResult {
 // libpq's message (one line). Cancelled on a stop request, every connection
 // closed.
 absl::StatusOr<LoopResult> RunConnectLoop(const LoopOptions& options);
+
+// Idle connections kept open beside a loop (`pg --hold`): each a backend of
+// the server that lives, idle in its wait for a query, until Close or the
+// destructor, which end every one of them (PQfinish).
+class HeldConnections {
+ public:
+  // Opens `n` connections to `conninfo`, `in_flight` at a time (each as the
+  // loop opens one), timed from the first start to the last one's
+  // CONNECTION_OK. A failure is Internal with libpq's message and how many
+  // were open; Cancelled on a stop request; every connection made so far is
+  // closed on either. `progress` as LoopOptions's.
+  static absl::StatusOr<HeldConnections> Open(const std::string& conninfo, int64_t n, int in_flight,
+                                              const std::function<void(int64_t)>& progress = nullptr);
+  HeldConnections() = default;
+  HeldConnections(HeldConnections&& other) noexcept : conns_(std::move(other.conns_)), open_ns_(other.open_ns_) {
+    other.conns_.clear();
+  }
+  HeldConnections& operator=(HeldConnections&& other) noexcept;
+  HeldConnections(const HeldConnections&) = delete;
+  HeldConnections& operator=(const HeldConnections&) = delete;
+  ~HeldConnections() { Close(); }
+
+  int64_t size() const { return static_cast<int64_t>(conns_.size()); }
+  int64_t open_ns() const { return open_ns_; }
+  // The server process of each (PQbackendPID).
+  std::vector<int> BackendPids() const;
+  // OK while every one is open and quiet; Internal saying how many the
+  // server closed (an idle backend sends nothing unasked: anything to read,
+  // or the end of the stream, is its goodbye).
+  absl::Status CheckOpen() const;
+  void Close();
+
+ private:
+  std::vector<pg_conn*> conns_;
+  int64_t open_ns_ = 0;
+};
 
 // The major version of the server `conninfo` reaches (one connection).
 // Internal with libpq's message when it cannot connect.

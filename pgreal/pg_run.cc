@@ -11,10 +11,13 @@
 #include <memory>
 #include <optional>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "base/cpus.h"
 #include "base/interleaved.h"
 #include "base/interrupt.h"
+#include "base/processes.h"
 #include "base/resource_usage.h"
 #include "pgreal/internal/processes.h"
 #include "pgreal/phase_rules.h"
@@ -43,17 +46,95 @@ std::string SizeLabel(int64_t bytes) {
 // never a silent undercount.
 absl::Status WaitForBackendsToExit(pid_t postmaster, size_t baseline) {
   const int64_t end = NowNs() + kBackendExitTimeoutNs;
-  for (size_t alive; (alive = internal::ChildrenOf(postmaster).size()) > baseline;) {
+  for (;;) {
+    // A look at every process in /proc: with thousands held, milliseconds,
+    // so the waits between looks grow with it (the tool's looking must not
+    // take a core from the exiting backends).
+    const int64_t look_start = NowNs();
+    const size_t alive = ChildrenOf(postmaster).size();
+    const int64_t look_ns = NowNs() - look_start;
+    if (alive <= baseline) break;
     if (StopRequested()) return StoppedStatus();
     if (NowNs() > end) {
       return absl::InternalError(absl::StrCat(alive - baseline, " backend(s) of the server had not exited ",
                                               kBackendExitTimeoutNs / 1'000'000'000,
                                               " s after the loop's last connection closed: its counts would miss them"));
     }
-    usleep(2'000);
+    usleep(static_cast<useconds_t>(std::max<int64_t>(2'000, 4 * look_ns / 1000)));
   }
   return absl::OkStatus();
 }
+
+// The connections a target holds beside one loop (PgRunOptions::hold): open
+// (timed) before it, their backends' memory read once they are; closed by
+// Release after it, their backends waited for, so that the next loop starts
+// with none.
+class Hold {
+ public:
+  // Nothing held when target.hold is 0. `record`: keep the open time and
+  // the memory in the target (a measured round's, not --profile's).
+  static absl::StatusOr<Hold> Open(const PgRunOptions& options, const std::string& conninfo, pid_t postmaster,
+                                   PgTargetResult& target, bool record) {
+    Hold hold;
+    hold.postmaster_ = postmaster;
+    if (target.hold == 0) return hold;
+    hold.before_ = postmaster > 0 ? ChildrenOf(postmaster).size() : 0;
+    std::function<void(int64_t)> progress;
+    if (options.progress) {
+      progress = [&](int64_t open) {
+        options.progress(absl::StrCat("holding ", open, " of ", target.hold, " connections for ", target.label));
+      };
+    }
+    const int in_flight = options.hold_in_flight > 0 ? options.hold_in_flight : SaturationClients();
+    absl::StatusOr<HeldConnections> held = HeldConnections::Open(conninfo, target.hold, in_flight, progress);
+    if (!held.ok()) return absl::Status(held.status().code(), absl::StrCat("--hold: ", held.status().message()));
+    hold.held_ = std::move(*held);
+    if (record) {
+      target.hold_open_ms.push_back(static_cast<double>(hold.held_.open_ns()) / 1e6);
+      RecordMemory(hold.held_.BackendPids(), target);
+    }
+    return hold;
+  }
+
+  // After the loop: OK while every held connection is open (else the
+  // server's closing of them is the error), then closes them and waits for
+  // their backends.
+  absl::Status Release() {
+    if (held_.size() == 0) return absl::OkStatus();
+    absl::Status open = held_.CheckOpen();
+    held_.Close();
+    if (!open.ok()) return open;
+    return postmaster_ > 0 ? WaitForBackendsToExit(postmaster_, before_) : absl::OkStatus();
+  }
+  // A failed loop's error, told with what became of the held connections:
+  // a server that closed them first is the cause.
+  absl::Status Explain(const absl::Status& loop) const {
+    if (held_.size() == 0) return loop;
+    const absl::Status open = held_.CheckOpen();
+    return open.ok() ? loop : absl::Status(open.code(), absl::StrCat(open.message(), "; then: ", loop.message()));
+  }
+
+ private:
+  // Each round's median held backend, field by field; none when a backend's
+  // memory could not be read.
+  static void RecordMemory(const std::vector<int>& pids, PgTargetResult& target) {
+    std::vector<double> rss, pss, own, pte;
+    for (int pid : pids) {
+      const std::optional<ProcessMemory> m = ReadProcessMemory(pid);
+      if (!m) return;
+      rss.push_back(static_cast<double>(m->rss_kb));
+      pss.push_back(static_cast<double>(m->pss_kb));
+      own.push_back(static_cast<double>(m->private_kb));
+      pte.push_back(static_cast<double>(m->page_tables_kb));
+    }
+    auto median = [](std::vector<double>& v) { return static_cast<int64_t>(MedianWithInterval(v).median); };
+    target.held_memory.push_back({median(rss), median(pss), median(own), median(pte)});
+  }
+
+  pid_t postmaster_ = 0;
+  size_t before_ = 0;  // the postmaster's children before the hold
+  HeldConnections held_;
+};
 
 // The server's usage over one loop: made before it, End after its backends
 // have exited.
@@ -131,22 +212,27 @@ class RoundCounters {
 };
 
 // One measured loop against one server, its figures added to `target`.
-absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninfo, pid_t postmaster,
-                         Pooler* pooler, PgTargetResult& target) {
+absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninfo, const std::string& hold_conninfo,
+                         pid_t postmaster, Pooler* pooler, PgTargetResult& target) {
   LoopOptions loop = options.loop;
   loop.conninfo = conninfo;
   loop.clients = target.clients;
   target.server_syscall_kinds = options.server_syscall_kinds;
+  // Held before the counters open: the held backends' own lives are no
+  // connection of the loop's (perf's inherited counters see only children
+  // forked after they open, /proc only children reaped).
+  absl::StatusOr<Hold> hold = Hold::Open(options, hold_conninfo, postmaster, target, /*record=*/true);
+  if (!hold.ok()) return hold.status();
   size_t baseline = 0;
   std::optional<RoundCounters> counters;
   if (postmaster > 0) {
-    baseline = internal::ChildrenOf(postmaster).size();
+    baseline = ChildrenOf(postmaster).size();
     counters.emplace(options, postmaster, target);
   }
   const std::optional<internal::ProcessTotals> pooler_before =
       pooler != nullptr ? internal::ReadProcessTotals(pooler->pid()) : std::nullopt;
   absl::StatusOr<LoopResult> result = RunConnectLoop(loop);
-  if (!result.ok()) return result.status();
+  if (!result.ok()) return hold->Explain(result.status());
   if (pooler != nullptr) {
     const std::optional<internal::ProcessTotals> pooler_after = internal::ReadProcessTotals(pooler->pid());
     // Available only if every round could read it.
@@ -155,7 +241,7 @@ absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninf
     if (available) target.pooler_cpu_ns += pooler_after->cpu_ns - pooler_before->cpu_ns;
     // The pooled backends live on between clients: counted now, then let go
     // so that their counts join the postmaster's before they are read.
-    const size_t alive = internal::ChildrenOf(postmaster).size();
+    const size_t alive = ChildrenOf(postmaster).size();
     target.server_backends = std::max<int64_t>(target.server_backends, 0) +
                              static_cast<int64_t>(alive > baseline ? alive - baseline : 0);
     if (absl::Status s = pooler->CloseServerConnections(); !s.ok()) return s;
@@ -165,6 +251,7 @@ absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninf
     if (absl::Status s = WaitForBackendsToExit(postmaster, baseline); !s.ok()) return s;
     usage = counters->End(result->connections + loop.warmup);
   }
+  if (absl::Status s = hold->Release(); !s.ok()) return s;
   // One usage per round, or none: a round that could not be read leaves
   // the rounds empty for good.
   if (usage && target.server_rounds.size() == target.rates.size()) {
@@ -233,14 +320,18 @@ bool Uses(const PgRunOptions& options, Profiler profiler) {
 // holds their exit, teardown and reap. With both profilers the one recorded
 // pass is both's: perf's recording around the built-in sampler's gate.
 // `sample_file`: the server's, for builtin.
-absl::Status ProfileOnce(const PgRunOptions& options, const std::string& conninfo, pid_t postmaster, int major,
-                         profiling::SampleFile* sample_file, PgTargetResult& target) {
+absl::Status ProfileOnce(const PgRunOptions& options, const std::string& conninfo, const std::string& hold_conninfo,
+                         pid_t postmaster, int major, profiling::SampleFile* sample_file, PgTargetResult& target) {
   LoopOptions loop = options.loop;
   loop.conninfo = conninfo;
   loop.clients = target.clients;
-  const size_t baseline = internal::ChildrenOf(postmaster).size();
+  // Both passes beside the held connections, as the rounds ran; the
+  // recording holds none of their start-ups, which came before it.
+  absl::StatusOr<Hold> hold = Hold::Open(options, hold_conninfo, postmaster, target, /*record=*/false);
+  if (!hold.ok()) return hold.status();
+  const size_t baseline = ChildrenOf(postmaster).size();
   absl::StatusOr<LoopResult> plain = RunConnectLoop(loop);
-  if (!plain.ok()) return plain.status();
+  if (!plain.ok()) return hold->Explain(plain.status());
   if (absl::Status s = WaitForBackendsToExit(postmaster, baseline); !s.ok()) return s;
   double rate = 0;
   std::function<absl::Status()> pass = [&]() -> absl::Status {
@@ -284,7 +375,91 @@ absl::Status ProfileOnce(const PgRunOptions& options, const std::string& conninf
   for (Profiler p : options.profilers) target.profiles.push_back(std::move(p == Profiler::kPerf ? *perf : *sampled));
   target.unrecorded_rate = plain->connections_per_second();
   target.profiled_rate = rate;
+  return hold->Release();
+}
+
+// The transports asked for: each once, each one the servers will offer.
+absl::Status CheckTransports(const PgRunOptions& options) {
+  if (options.transports.empty()) return absl::InvalidArgumentError("no transport to connect through");
+  for (size_t i = 0; i < options.transports.size(); ++i) {
+    const Transport t = options.transports[i];
+    if (std::find(options.transports.begin(), options.transports.begin() + static_cast<ptrdiff_t>(i), t) !=
+        options.transports.begin() + static_cast<ptrdiff_t>(i)) {
+      return absl::InvalidArgumentError(absl::StrCat("transport ", std::string(TransportName(t)), " given twice"));
+    }
+    if (t == Transport::kUnix) continue;
+    if (!options.conninfo.empty()) {
+      return absl::InvalidArgumentError("--conninfo names its own way to the server: no transport of the tool's");
+    }
+    if (!options.server.tcp || (t == Transport::kSsl && !options.server.ssl)) {
+      return absl::InvalidArgumentError(absl::StrCat("transport ", std::string(TransportName(t)), " needs a server with ",
+                                                     t == Transport::kSsl ? "tcp and ssl" : "tcp"));
+    }
+  }
   return absl::OkStatus();
+}
+
+int64_t MostHeld(const PgRunOptions& options) {
+  return options.hold.empty() ? 0 : *std::max_element(options.hold.begin(), options.hold.end());
+}
+
+// What holding the most connections asked for needs of the host, checked
+// before anything starts (base/processes.h): descriptors for them and
+// the clients in this process; processes for their backends, the clients'
+// and each server's own; memory for the held backends (their servers'
+// shared memory: CheckHoldMemory, once the data directories exist).
+absl::Status CheckHold(const PgRunOptions& options, const std::vector<int>& sweep) {
+  for (size_t i = 0; i < options.hold.size(); ++i) {
+    if (options.hold[i] < 0) return absl::InvalidArgumentError("--hold must be >= 0");
+    for (size_t j = 0; j < i; ++j) {
+      if (options.hold[j] == options.hold[i]) {
+        return absl::InvalidArgumentError(absl::StrCat("--hold: ", options.hold[i], " given twice"));
+      }
+    }
+  }
+  const int64_t most = MostHeld(options);
+  if (most == 0) return absl::OkStatus();
+  const int most_clients = *std::max_element(sweep.begin(), sweep.end());
+  if (options.conninfo.empty() && options.server.max_connections < most + most_clients) {
+    return absl::InvalidArgumentError(absl::StrCat("max_connections ", options.server.max_connections, " leaves no room for ",
+                                                   most, " held connections and ", most_clients, " clients"));
+  }
+  HostNeeds needs;
+  needs.what = absl::StrCat("--hold=", most);
+  // Each held and each client connection is a socket here; libpq, perf's
+  // counters and the logs take a few dozen more.
+  needs.descriptors = most + most_clients + 64;
+  if (options.conninfo.empty()) {
+    // Each server's own processes (checkpointer, walwriter, ...): a handful.
+    const int64_t servers = static_cast<int64_t>(options.installations.size() * options.shared_buffers.size() *
+                                                 (options.what_ifs.size() + 2));
+    needs.processes = most + most_clients + 8 * servers;
+    needs.uid = geteuid();
+    if (needs.uid == 0) {
+      absl::StatusOr<internal::User> user = internal::LookUpUser(options.server.run_as);
+      if (!user.ok()) return user.status();
+      needs.uid = user->uid;
+    }
+    needs.memory_bytes = most * kHeldBackendBytes;
+  }
+  return CheckHostLimits(needs);
+}
+
+// The memory of the held backends and of every server's shared memory
+// (all run at once; 15+ say how much), before any postmaster starts.
+absl::Status CheckHoldMemory(const PgRunOptions& options, const std::vector<std::unique_ptr<Server>>& servers) {
+  const int64_t most = MostHeld(options);
+  if (most == 0) return absl::OkStatus();
+  int64_t shared = 0;
+  for (const std::unique_ptr<Server>& server : servers) {
+    absl::StatusOr<int64_t> bytes = server->SharedMemoryBytes();
+    if (!bytes.ok()) return bytes.status();
+    shared += *bytes;
+  }
+  HostNeeds needs;
+  needs.what = absl::StrCat("--hold=", most, " with the servers' shared memory (", shared >> 20, " MiB)");
+  needs.memory_bytes = most * kHeldBackendBytes + shared;
+  return CheckHostLimits(needs);
 }
 
 }  // namespace
@@ -301,6 +476,12 @@ absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& 
   auto with_clients = [&](std::string label, int c) {
     return sweep.size() > 1 ? absl::StrCat(label, " ", c, c == 1 ? " client" : " clients") : label;
   };
+  const std::vector<int64_t> holds = options.hold.empty() ? std::vector<int64_t>{0} : options.hold;
+  auto with_hold = [&](std::string label, int64_t n) {
+    return options.hold.empty() ? label : absl::StrCat(label, " hold ", n);
+  };
+  if (absl::Status s = CheckTransports(options); !s.ok()) return s;
+  if (absl::Status s = CheckHold(options, sweep); !s.ok()) return s;
   // builtin first: with --conninfo no --postmaster-pid would make it possible.
   if (Uses(options, Profiler::kBuiltin) && !options.conninfo.empty()) {
     return absl::InvalidArgumentError(
@@ -350,11 +531,15 @@ absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& 
   result.restored = RestoreHugePagesOfEndedRun();
   if (!options.conninfo.empty()) {
     for (int c : sweep) {
-      PgTargetResult target;
-      target.label = with_clients("conninfo", c);
-      target.clients = c;
-      target.installation.build = "an existing server (--conninfo)";
-      result.targets.push_back(std::move(target));
+      for (int64_t n : holds) {
+        PgTargetResult target;
+        target.label = with_hold(with_clients("conninfo", c), n);
+        target.series = with_hold("conninfo", n);
+        target.clients = c;
+        target.hold = n;
+        target.installation.build = "an existing server (--conninfo)";
+        result.targets.push_back(std::move(target));
+      }
     }
     if (options.postmaster_pid <= 0) {
       result.server_figures_note = "not available: the server was not started by the tool; give --postmaster-pid";
@@ -401,23 +586,34 @@ absl::StatusOr<std::unique_ptr<PgServers>> PgServers::Start(const PgRunOptions& 
         // A what-if's rows are direct: the change is the server's.
         const size_t vias = w == 0 ? options.via.size() : 0;
         for (size_t v = 0; v <= vias; ++v) {
-          for (int c : sweep) {
-            PgTargetResult t = target;
-            if (v > 0) {
-              t.via = options.via[v - 1].label();
-              t.label = absl::StrCat(target.label, " via ", t.via);
+          // A pooler is reached through its Unix socket alone.
+          const size_t transports = v == 0 ? options.transports.size() : 1;
+          for (size_t tr = 0; tr < transports; ++tr) {
+            for (int c : sweep) {
+              for (int64_t n : holds) {
+                PgTargetResult t = target;
+                if (v > 0) {
+                  t.via = options.via[v - 1].label();
+                  t.label = absl::StrCat(target.label, " via ", t.via);
+                }
+                t.transport = options.transports[tr];
+                if (t.transport != Transport::kUnix) t.label = absl::StrCat(t.label, " ", std::string(TransportName(t.transport)));
+                t.series = with_hold(t.label, n);
+                t.label = with_hold(with_clients(t.label, c), n);
+                t.clients = c;
+                t.hold = n;
+                result.targets.push_back(std::move(t));
+                run->server_of_.push_back(run->servers_.size());
+                run->poolers_.emplace_back();
+              }
             }
-            t.label = with_clients(t.label, c);
-            t.clients = c;
-            result.targets.push_back(std::move(t));
-            run->server_of_.push_back(run->servers_.size());
-            run->poolers_.emplace_back();
           }
         }
         run->servers_.push_back(std::move(*created));
       }
     }
   }
+  if (absl::Status s = CheckHoldMemory(options, run->servers_); !s.ok()) return s;
   // The huge pages the huge-pages servers will map, reserved before any
   // starts, given back once they have stopped (StopAll).
   int64_t huge_pages = 0;
@@ -478,12 +674,14 @@ std::string PgServers::data_directory(size_t i) const {
 
 absl::Status PgServers::Measure(size_t i) {
   PgTargetResult& target = result_.targets[i];
-  if (servers_.empty()) return MeasureOnce(options_, options_.conninfo, options_.postmaster_pid, nullptr, target);
+  if (servers_.empty()) {
+    return MeasureOnce(options_, options_.conninfo, options_.conninfo, options_.postmaster_pid, nullptr, target);
+  }
   Server& server = *servers_[server_of_[i]];
   Pooler* pooler = poolers_[i].get();
   const int64_t measured_before = target.loop.connections;
-  absl::Status s = MeasureOnce(options_, pooler != nullptr ? pooler->conninfo() : server.conninfo(),
-                               server.postmaster_pid(), pooler, target);
+  absl::Status s = MeasureOnce(options_, pooler != nullptr ? pooler->conninfo() : server.conninfo(target.transport),
+                               server.conninfo(target.transport), server.postmaster_pid(), pooler, target);
   if (!s.ok() && !absl::IsCancelled(s)) {
     // A failed connection because the server or the pooler died: say that,
     // with its log. A killed process's sockets close before it can be
@@ -519,7 +717,8 @@ absl::Status PgServers::Profile(int only_clients) {
     if (servers_.empty()) {
       absl::StatusOr<int> major = ServerMajorVersion(options_.conninfo);
       if (!major.ok()) return major.status();
-      if (absl::Status s = ProfileOnce(options_, options_.conninfo, options_.postmaster_pid, *major, nullptr, target);
+      if (absl::Status s = ProfileOnce(options_, options_.conninfo, options_.conninfo, options_.postmaster_pid, *major,
+                                       nullptr, target);
           !s.ok()) {
         return s;
       }
@@ -527,8 +726,8 @@ absl::Status PgServers::Profile(int only_clients) {
     }
     if (!target.via.empty()) continue;  // the server's phases are its direct target's
     Server& server = *servers_[server_of_[i]];
-    absl::Status s = ProfileOnce(options_, server.conninfo(), server.postmaster_pid(), target.installation.major,
-                                 server.sample_file(), target);
+    absl::Status s = ProfileOnce(options_, server.conninfo(target.transport), server.conninfo(target.transport),
+                                 server.postmaster_pid(), target.installation.major, server.sample_file(), target);
     // Its connections are no measured round's.
     log_offsets_[server_of_[i]] = FileSize(server.log_path());
     if (s.ok()) {
@@ -574,11 +773,28 @@ absl::StatusOr<PgResult> PgServers::Finish() {
 
 size_t BaselineOf(std::span<const PgTargetResult> targets, size_t i) {
   const PgTargetResult& t = targets[i];
+  const Transport first_transport = targets.front().transport;
+  const int64_t first_hold = targets.front().hold;
+  auto stock_direct = [&](const PgTargetResult& d) {
+    return d.clients == t.clients && d.via.empty() && d.what_if.empty();
+  };
+  auto same_server = [&](const PgTargetResult& d) {
+    return d.installation.bindir == t.installation.bindir && d.shared_buffers_bytes == t.shared_buffers_bytes;
+  };
+  // The one change this row makes, undone: the row that differs from it in
+  // nothing else.
+  std::function<bool(const PgTargetResult&)> base;
+  if (!t.via.empty() || !t.what_if.empty()) {
+    base = [&](const PgTargetResult& d) { return same_server(d) && d.transport == t.transport && d.hold == t.hold; };
+  } else if (t.transport != first_transport) {
+    base = [&](const PgTargetResult& d) { return same_server(d) && d.transport == first_transport && d.hold == t.hold; };
+  } else if (t.hold != first_hold) {
+    base = [&](const PgTargetResult& d) { return same_server(d) && d.transport == first_transport && d.hold == first_hold; };
+  } else {
+    base = [&](const PgTargetResult& d) { return d.transport == first_transport && d.hold == first_hold; };
+  }
   for (size_t j = 0; j < targets.size(); ++j) {
-    const PgTargetResult& d = targets[j];
-    if (d.clients != t.clients || !d.via.empty() || !d.what_if.empty()) continue;
-    if (t.via.empty() && t.what_if.empty()) return j;  // the first stock direct one at these clients
-    if (d.installation.bindir == t.installation.bindir && d.shared_buffers_bytes == t.shared_buffers_bytes) return j;
+    if (stock_direct(targets[j]) && base(targets[j])) return j;
   }
   return i;
 }
@@ -610,7 +826,9 @@ std::vector<ServerClock> ComputeServerClocks(std::span<const PgTargetResult> tar
         return stats[i].cpu_us.median * static_cast<double>(p.SamplesIn(phase)) / static_cast<double>(p.server_samples);
       };
       c.fork_cpu_us = share_us("fork");
-      c.auth_cpu_us = share_us("auth");
+      // The server's `authentication` spans ClientAuthentication, the
+      // password exchange inside it too.
+      c.auth_cpu_us = share_us("auth") + share_us("scram");
       c.init_cpu_us = share_us("init");
     }
     clocks.push_back(c);
@@ -618,12 +836,47 @@ std::vector<ServerClock> ComputeServerClocks(std::span<const PgTargetResult> tar
   return clocks;
 }
 
+namespace {
+
+// The functions whose share of the server's CPU per connection grew most
+// from `stock` to `changed` (whose rows' median CPU per connection are
+// `stock_cpu_us` and `changed_cpu_us`; negative: not counted, no list).
+std::vector<FunctionChange> GrownFunctions(const ServerProfile& stock, const ServerProfile& changed,
+                                           double stock_cpu_us, double changed_cpu_us) {
+  if (stock_cpu_us < 0 || changed_cpu_us < 0) return {};
+  absl::flat_hash_map<std::string, FunctionChange> by_name;
+  auto add = [&](const ServerProfile& p, double cpu_us, double FunctionChange::*field) {
+    for (const profiling::FunctionSamples& f : p.stacks.TopN(std::numeric_limits<size_t>::max())) {
+      FunctionChange& c = by_name[f.name];
+      c.name = f.name;
+      c.*field = cpu_us * static_cast<double>(f.total) / static_cast<double>(p.server_samples);
+    }
+  };
+  add(stock, stock_cpu_us, &FunctionChange::stock_us);
+  add(changed, changed_cpu_us, &FunctionChange::changed_us);
+  std::vector<FunctionChange> grown;
+  for (auto& [name, c] : by_name) {
+    // A process role (the stack's root frame) is no function.
+    if (c.changed_us > c.stock_us && name != kPostmasterRole && name != kBackendRole) grown.push_back(c);
+  }
+  std::sort(grown.begin(), grown.end(), [](const FunctionChange& x, const FunctionChange& y) {
+    const double dx = x.changed_us - x.stock_us, dy = y.changed_us - y.stock_us;
+    return dx != dy ? dx > dy : x.name < y.name;
+  });
+  if (grown.size() > kGrownFunctions) grown.resize(kGrownFunctions);
+  return grown;
+}
+
+}  // namespace
+
 std::vector<ProfileChange> ComputeProfileChanges(std::span<const PgTargetResult> targets,
                                                  std::span<const ServerStats> stats) {
   std::vector<ProfileChange> changes;
   for (size_t i = 0; i < targets.size(); ++i) {
     const size_t b = BaselineOf(targets, i);
-    if (targets[i].what_if.empty() || b == i) continue;
+    const bool one_server = targets[i].installation.bindir == targets[b].installation.bindir &&
+                            targets[i].shared_buffers_bytes == targets[b].shared_buffers_bytes;
+    if (b == i || !one_server || !targets[i].via.empty()) continue;
     for (const ServerProfile& changed : targets[i].profiles) {
       const auto stock = std::find_if(targets[b].profiles.begin(), targets[b].profiles.end(),
                                       [&](const ServerProfile& p) { return p.profiler == changed.profiler; });
@@ -657,6 +910,7 @@ std::vector<ProfileChange> ComputeProfileChanges(std::span<const PgTargetResult>
       std::sort(c.gone.begin(), c.gone.end(), [](const profiling::FunctionSamples& x, const profiling::FunctionSamples& y) {
         return x.total != y.total ? x.total > y.total : x.name < y.name;
       });
+      c.grown = GrownFunctions(*stock, changed, us(b, 100), us(i, 100));
       changes.push_back(std::move(c));
     }
   }
@@ -711,6 +965,8 @@ absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
     result->stats = ComputePgStats(result->targets);
     result->clocks = ComputeServerClocks(result->targets, result->stats);
     result->profile_changes = ComputeProfileChanges(result->targets, result->stats);
+    result->holds = ComputeHoldStats(result->targets);
+    result->saturation = ComputeSaturation(result->targets, result->stats, static_cast<int>(AllowedCpus().size()));
     result->worst_half_width = WorstHalfWidth(result->stats);
   }
   return result;

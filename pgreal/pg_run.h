@@ -19,9 +19,11 @@
 #include "absl/status/statusor.h"
 #include "pgreal/connect_loop.h"
 #include "base/interleaved.h"
+#include "base/processes.h"
 #include "base/server_usage.h"
 #include "pgreal/huge_pages.h"
 #include "pgreal/installation.h"
+#include "pgreal/many_connections.h"
 #include "pgreal/pooler.h"
 #include "pgreal/server.h"
 #include "pgreal/server_profile.h"
@@ -84,6 +86,20 @@ struct PgRunOptions {
   // the same data directory, with a direct row per clients entry beside the
   // stock server's, in the same rounds.
   std::vector<WhatIf> what_ifs;
+  // Connections held open while each loop runs (--hold): a target per
+  // entry; before each loop (and each --profile pass) the tool opens that
+  // many idle connections (HeldConnections, `hold_in_flight` at a time:
+  // 0 means SaturationClients()) and keeps them, so that many backends live
+  // beside the loop's; after it, closes them and waits for their backends to
+  // be reaped. Empty: none held. The server's max_connections must make
+  // room (ServerOptions).
+  std::vector<int64_t> hold;
+  int hold_in_flight = 0;
+  // How the clients reach each server the tool starts: a target per entry
+  // (--tcp: unix and tcp; --ssl: and tcp+ssl), the first the baseline of the
+  // others. A pooled row goes through the Unix socket only. server.tcp and
+  // server.ssl must allow each.
+  std::vector<Transport> transports = {Transport::kUnix};
   // The server's own clock: beside each stock server of 18 or later a
   // setup-durations one (log_connections=setup_durations), whose log gives
   // every measured connection's set-up as the server times it, and whose
@@ -96,11 +112,21 @@ struct PgRunOptions {
 struct PgTargetResult {
   // "15/128MB", "15/128MB via pgbouncer:session", or "conninfo"; with more
   // than one --clients entry, " 1 client" or " N clients" after it.
-  // With a what-if, " +NAME" after the server's part ("15/128MB +quick-exit").
+  // With a what-if, " +NAME" after the server's part ("15/128MB +quick-exit");
+  // over TCP, " tcp" or " tcp+ssl" after that; with --hold, " hold N" last.
   std::string label;
+  std::string series;  // the label without its clients: the same for a row at every --clients entry
   std::string via;    // "" (direct) or Via::label()
   std::string what_if;  // "" for the stock server, else WhatIf::name()
   int clients = 1;    // connections in flight in its loops
+  Transport transport = Transport::kUnix;
+  // Connections held open beside its loops (PgRunOptions::hold), and per
+  // round: the time to open them (ms) and their backends' memory, each
+  // field the median over those backends (base/processes.h; none in a
+  // round where /proc could not be read for every one).
+  int64_t hold = 0;
+  std::vector<double> hold_open_ms;
+  std::vector<ProcessMemory> held_memory;
   Installation installation;
   int64_t shared_buffers_bytes = 0;  // 0 for --conninfo
   Settings settings;                 // as passed to the server
@@ -155,7 +181,8 @@ struct ServerClock {
   int64_t missing = 0;
   Summary connect_ms;   // the tool's connect latency over the same target's measured connections
   // With --profile (the first profiler's): the server CPU per connection
-  // the tool attributes to the phases fork, auth and init, microseconds:
+  // the tool attributes to the phases fork, auth (with scram: the server's
+  // authentication spans both) and init, microseconds:
   // each phase's share of the server's samples times the median server CPU
   // per connection of the rounds; negative without a profile.
   double fork_cpu_us = -1;
@@ -163,7 +190,18 @@ struct ServerClock {
   double init_cpu_us = -1;
 };
 
-// A what-if's profile against its stock row's (BaselineOf), the same
+// A function's share of a row's server CPU per connection, beside its
+// baseline's: its samples (anywhere on the stack) over the server's, times
+// the row's median CPU per connection.
+struct FunctionChange {
+  std::string name;
+  double stock_us = 0;
+  double changed_us = 0;
+};
+inline constexpr size_t kGrownFunctions = 10;
+
+// A row's profile against its baseline's when the two are one server with
+// one change — a what-if, a transport, connections held — the same
 // profiler's (ComputeProfileChanges).
 struct PhaseChange {
   std::string phase;  // every row of ServerProfile::phases, in order
@@ -184,6 +222,10 @@ struct ProfileChange {
   // the stock backends' samples (anywhere on the stack), on none of the
   // what-if's. The stock's figures, most total samples first.
   std::vector<profiling::FunctionSamples> gone;
+  // The kGrownFunctions functions whose CPU per connection grew most, every
+  // process's (the postmaster's too), most first; only those that grew.
+  // Empty where either row's CPU was not counted.
+  std::vector<FunctionChange> grown;
 };
 inline constexpr double kGoneSharePercent = 1.0;
 
@@ -194,6 +236,8 @@ struct PgResult {
   std::vector<ServerStats> stats;  // RunPg: ComputePgStats of the targets, once the rounds ended
   std::vector<ServerClock> clocks;  // RunPg: ComputeServerClocks, one per target
   std::vector<ProfileChange> profile_changes;  // RunPg: ComputeProfileChanges
+  std::vector<HoldStats> holds;     // RunPg: ComputeHoldStats, one per target
+  SaturationReport saturation;      // RunPg: ComputeSaturation over the CPUs allowed
   double worst_half_width = 0;   // of every `vs base` ratio at the end (base/server_usage.h's WorstHalfWidth)
   std::string server_figures_note;  // why server-side figures are missing, if they are
   // What the run found of an earlier run's change to the host and undid
@@ -202,10 +246,14 @@ struct PgResult {
   int64_t huge_pages_added = 0;  // vm.nr_hugepages grown by this much for the run, and put back
 };
 
-// The target each target is compared with, at the same clients: a pooled
-// row's or a what-if's, its stock server's direct row (the pooler against
-// no pooler, the change against none), else the first stock direct target
-// listed at those clients (which is its own baseline).
+// The target each target is compared with, at the same clients: one
+// change at a time. A pooled row's or a what-if's: its stock server's
+// direct row at the same transport and hold (the pooler against no pooler,
+// the change against none); a stock row over another transport: the same
+// server's over the first transport listed (the Unix socket); a stock row
+// holding connections: the same server's holding the first --hold entry's;
+// else the first stock direct row listed at those clients, first
+// transport, first hold (which is its own baseline).
 size_t BaselineOf(std::span<const PgTargetResult> targets, size_t i);
 
 // Every target's rates and CPU per connection over the rounds, with their
@@ -217,8 +265,9 @@ std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets)
 std::vector<ServerClock> ComputeServerClocks(std::span<const PgTargetResult> targets,
                                              std::span<const ServerStats> stats);
 
-// For every what-if row with a profile, and each profiler its stock row
-// was also recorded by: what changed, phase by phase, and what left.
+// For every row with a profile whose baseline is the same server (a
+// what-if, a transport, connections held), and each profiler both were
+// recorded by: what changed, phase by phase, what left, what grew.
 std::vector<ProfileChange> ComputeProfileChanges(std::span<const PgTargetResult> targets,
                                                  std::span<const ServerStats> stats);
 

@@ -47,8 +47,20 @@ constexpr PhaseRule kRules[] = {
     {"PostmasterMain", "startup", S::kBackend, 0, 99,
      "fallback in a backend: what lies between PostmasterMain and PostgresMain is BackendStartup, "
      "BackendInitialize, ProcessStartupPacket (static, [unknown] in Debian's build)"},
+    // --- tls: the TLS handshake of a connection with sslmode on, in the new
+    // backend (ProcessStartupPacket -> secure_open_server), before auth. Its
+    // later reads and writes (be_tls_read/write) stay in their callers' phases.
+    {"be_tls_open_server", "tls", S::kAny, 0, 99, "be-secure-openssl.c: SSL_accept and the certificate's signature"},
+    {"secure_open_server", "tls", S::kAny, 0, 99, "be-secure.c; not in Debian's build's dynamic symbols"},
     // --- auth
     {"ClientAuthentication", "auth", S::kAny, 0, 99, ""},
+    // --- scram: the password exchange, inside ClientAuthentication
+    {"CheckSASLAuth", "scram", S::kAny, 14, 99, "auth-sasl.c (14+): the SASL exchange's round trips"},
+    {"scram_exchange", "scram", S::kAny, 14, 99, "auth-scram.c, static: named only in builds with symbols"},
+    {"CheckSCRAMAuth", "scram", S::kAny, 10, 13, "auth.c, static: named only in builds with symbols"},
+    {"pg_be_scram_exchange", "scram", S::kAny, 10, 13, "auth-scram.c (<= 13)"},
+    {"CheckPWChallengeAuth", "scram", S::kAny, 10, 99, "auth.c, static: the role's secret, then the exchange"},
+    {"get_role_password", "scram", S::kAny, 10, 99, "crypt.c: the role's SCRAM secret, from pg_authid"},
     {"PerformAuthentication", "auth", S::kAny, 0, 99, "static: named only in builds with symbols"},
     // --- init: PGPROC, InitPostgres and the caches
     {"InitProcess", "init", S::kAny, 0, 99, "the backend's PGPROC"},

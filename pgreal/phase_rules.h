@@ -44,8 +44,12 @@ namespace backendlab::pgreal {
 // counts in its `reap` (its own `teardown` is the backend's frees, part of
 // `exit` here); `reap` is the postmaster's side. kUnclaimed is not a phase:
 // a sample no rule claims, always reported.
+// `tls` and `scram` are a production connection's (pg --tcp --ssl): the TLS
+// handshake, and the password exchange inside ClientAuthentication; a
+// Unix-socket `trust` connection has neither.
 inline constexpr std::string_view kPhaseNames[] = {
-    "accept", "fork", "startup", "auth", "init", "work", "exit", "teardown", "reap", "postmaster_other", "aux"};
+    "accept", "fork", "startup", "tls", "auth", "scram", "init", "work", "exit", "teardown", "reap", "postmaster_other",
+    "aux"};
 inline constexpr std::string_view kUnclaimed = "unclaimed";
 
 // Which processes a rule applies to. A sample's process role is

@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "base/interleaved.h"
 #include "base/interrupt.h"
+#include "base/processes.h"
 #include "base/private_dir.h"
 #include "base/resource_usage.h"
 #include "pgreal/internal/processes.h"
@@ -33,6 +34,9 @@ namespace {
 
 using internal::User;
 
+// The command that makes a server's throw-away certificate (Debian's
+// openssl, which PostgreSQL's packages depend on).
+constexpr char kOpenssl[] = "/usr/bin/openssl";
 constexpr int kStartAttempts = 5;         // ports tried when the chosen one is taken meanwhile
 constexpr int64_t kStartTimeoutNs = 60'000'000'000;
 constexpr int64_t kFastStopTimeoutNs = 60'000'000'000;  // a shutdown checkpoint, fsync off
@@ -55,7 +59,10 @@ constexpr OwnedSetting kOwned[] = {
     {"ident_file", "a private data directory"},
     {"config_file", "a private data directory"},
     {"shared_buffers", "--shared-buffers, which each row is labelled by"},
-    {"max_connections", "--clients (max_connections is clients + 5)"},
+    {"max_connections", "--clients and --hold (max_connections is the most held + the most clients + 5)"},
+    {"ssl", "--ssl=on, with --tcp (a row of its own beside the Unix socket's and plain TCP's)"},
+    {"ssl_cert_file", "--ssl=on, which makes a throw-away certificate"},
+    {"ssl_key_file", "--ssl=on, which makes a throw-away key"},
 };
 
 // The longest name PostgreSQL gives a socket in its directory: /.s.PGSQL.PORT.
@@ -178,6 +185,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
 }
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, const std::string& template_data) {
+  if (options.ssl && !options.tcp) return absl::InvalidArgumentError("ssl goes over TCP: a server with ssl needs tcp");
   std::optional<User> user;
   if (geteuid() == 0) {
     absl::StatusOr<User> u = internal::LookUpUser(options.run_as);
@@ -238,6 +246,24 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   }
   server->password_ = password;
   server->settings_ = MeasurementSettings(options);
+  if (options.ssl) {
+    // A throw-away key and certificate, made as the server's user (umask
+    // 077: both 0600, as PostgreSQL wants its key), gone with the directory.
+    as_user.log_path = dir + "/openssl.log";
+    const std::string key = dir + "/server.key", certificate = dir + "/server.crt";
+    absl::Status s = internal::RunToEnd({kOpenssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                                         "-out", certificate, "-days", "2", "-subj", "/CN=backendlab"},
+                                        as_user);
+    if (absl::IsCancelled(s)) return s;
+    if (!s.ok()) {
+      return absl::InternalError(absl::StrCat("making the server's throw-away certificate failed (", s.message(),
+                                              "); openssl said:", internal::FileTail(as_user.log_path, 5)));
+    }
+    for (auto [name, value] : {std::pair{"ssl", std::string("on")}, std::pair{"ssl_cert_file", certificate},
+                               std::pair{"ssl_key_file", key}}) {
+      server->settings_.emplace_back(name, value);
+    }
+  }
   return server;
 }
 
@@ -262,37 +288,55 @@ absl::Status Server::StartPostmaster() {
     }
     PQfinish(conn);
     if (!error.empty()) return absl::InternalError(absl::StrCat("setting the TCP password failed: ", error));
-    conninfo_ = absl::StrCat("host=127.0.0.1 port=", port_,
-                             " user=postgres dbname=postgres sslmode=disable gssencmode=disable password=", password_);
+    tcp_conninfo_ =
+        absl::StrCat("host=127.0.0.1 port=", port_, " user=postgres dbname=postgres gssencmode=disable password=", password_);
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> Server::HugePagesNeeded() {
-  std::vector<std::string> argv = {options_.installation.bindir + "/postgres", "-D", data_directory(), "-C",
-                                   "shared_memory_size_in_huge_pages"};
-  for (const auto& [name, value] : settings_) {
+std::string Server::conninfo(Transport transport) const {
+  if (transport == Transport::kUnix || tcp_conninfo_.empty()) return conninfo_;
+  const bool ssl = transport == Transport::kSsl && options_.ssl;
+  // require: encrypted, the certificate not checked (it is the server's own
+  // throw-away one), as a client that trusts its network does.
+  return absl::StrCat(tcp_conninfo_, ssl ? " sslmode=require" : " sslmode=disable");
+}
+
+absl::StatusOr<int64_t> Server::RuntimeComputed(const std::string& name) {
+  std::vector<std::string> argv = {options_.installation.bindir + "/postgres", "-D", data_directory(), "-C", name};
+  for (const auto& [setting, value] : settings_) {
     argv.push_back("-c");
-    argv.push_back(name + "=" + value);
+    argv.push_back(setting + "=" + value);
   }
   internal::SpawnOptions spawn;
   spawn.user = user_;
-  spawn.log_path = dir_ + "/huge-pages.log";
+  spawn.log_path = absl::StrCat(dir_, "/", name, ".log");
   spawn.pdeath_signal = SIGKILL;
   absl::Status s = internal::RunToEnd(argv, spawn);
   const std::string tail = internal::FileTail(spawn.log_path, 5);
-  if (!s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("postgres -C shared_memory_size_in_huge_pages: ", s.message(), tail));
-  }
+  if (!s.ok()) return absl::Status(s.code(), absl::StrCat("postgres -C ", name, ": ", s.message(), tail));
   std::ifstream in(spawn.log_path);
-  int64_t pages = 0;
-  if (!(in >> pages)) return absl::InternalError(absl::StrCat("postgres -C shared_memory_size_in_huge_pages said:", tail));
+  int64_t value = 0;
+  if (!(in >> value)) return absl::InternalError(absl::StrCat("postgres -C ", name, " said:", tail));
   unlink(spawn.log_path.c_str());
-  if (pages <= 0) {
+  return value;
+}
+
+absl::StatusOr<int64_t> Server::HugePagesNeeded() {
+  absl::StatusOr<int64_t> pages = RuntimeComputed("shared_memory_size_in_huge_pages");
+  if (!pages.ok()) return pages.status();
+  if (*pages <= 0) {
     return absl::FailedPreconditionError(
         "--what-if=huge-pages: the server says it cannot use huge pages here (shared_memory_size_in_huge_pages is -1)");
   }
-  return pages;
+  return *pages;
+}
+
+absl::StatusOr<int64_t> Server::SharedMemoryBytes() {
+  if (options_.installation.major < 15) return 0;
+  absl::StatusOr<int64_t> mb = RuntimeComputed("shared_memory_size");  // in MB
+  if (!mb.ok()) return mb.status();
+  return *mb << 20;
 }
 
 absl::Status Server::Launch() {
@@ -478,7 +522,7 @@ absl::Status Server::CheckRunning(int64_t grace_ns) {
 absl::Status Server::Stop() {
   absl::Status result;
   if (pid_ > 0) {
-    const std::vector<pid_t> children = internal::ChildrenOf(pid_);
+    const std::vector<pid_t> children = ChildrenOf(pid_);
     int status = 0;
     kill(pid_, SIGINT);
     bool ended = internal::WaitForExit(pid_, kFastStopTimeoutNs, &status);

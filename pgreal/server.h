@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/names.h"
 #include "pgreal/installation.h"
 #include "pgreal/internal/processes.h"
 #include "profiling/sample_file.h"
@@ -23,6 +24,15 @@
 namespace backendlab::pgreal {
 
 using Settings = std::vector<std::pair<std::string, std::string>>;
+
+// How a client reaches a server the tool started: its Unix socket in the
+// private directory (trust), TCP on 127.0.0.1 (scram-sha-256), or TCP with
+// TLS (sslmode=require, then scram-sha-256): the cheapest connection there
+// is, and a production one.
+enum class Transport { kUnix, kTcp, kSsl };
+inline constexpr NamedValue<Transport> kTransportNames[] = {
+    {Transport::kUnix, "unix"}, {Transport::kTcp, "tcp"}, {Transport::kSsl, "tcp+ssl"}};
+inline std::string_view TransportName(Transport t) { return NameOf(t, kTransportNames); }
 
 struct ServerOptions {
   Installation installation;
@@ -35,6 +45,10 @@ struct ServerOptions {
   // without it the server listens only on a Unix socket in its private
   // directory.
   bool tcp = false;
+  // With tcp: ssl=on, with a throw-away certificate and key made for this
+  // server in its directory (RSA 2048, self-signed, mode 0600, the
+  // server's user's), as Debian's snakeoil certificate is.
+  bool ssl = false;
   // --set NAME=VALUE: applied after (and so over) the defaults below.
   Settings overrides;
   // Leave the directory (data, log) in place after the stop.
@@ -75,7 +89,7 @@ Settings MeasurementSettings(const ServerOptions& options);
 // its privacy and bookkeeping (port, listen_addresses,
 // unix_socket_directories, unix_socket_permissions, data_directory,
 // hba_file, ident_file, config_file) or what a run's rows are labelled and
-// sized by (shared_buffers, max_connections).
+// sized by (shared_buffers, max_connections, ssl and its files).
 absl::Status ValidateOverride(const std::string& name, const std::string& value);
 
 // InvalidArgument, before anything is made, when TMPDIR is too long for the
@@ -105,6 +119,10 @@ class Server {
   // with its settings (`postgres -C shared_memory_size_in_huge_pages`, 15+).
   // FailedPrecondition when the server says it cannot use huge pages here.
   absl::StatusOr<int64_t> HugePagesNeeded();
+  // Before StartPostmaster: the main shared memory it will map with its
+  // settings, bytes (`postgres -C shared_memory_size`, 15+; 0 before 15,
+  // which cannot say).
+  absl::StatusOr<int64_t> SharedMemoryBytes();
 
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -125,9 +143,11 @@ class Server {
   absl::Status CheckRunning(int64_t grace_ns = 0);
 
   pid_t postmaster_pid() const { return pid_; }
-  // libpq's connection string: host (the socket directory or 127.0.0.1), port,
-  // user, dbname, and the password with --tcp.
-  const std::string& conninfo() const { return conninfo_; }
+  // libpq's connection string: host (the socket directory, or 127.0.0.1 for
+  // the TCP transports, with the password and sslmode), port, user, dbname.
+  // A TCP transport of a server started without tcp, or ssl without ssl,
+  // is the Unix socket's.
+  std::string conninfo(Transport transport = Transport::kUnix) const;
   const std::string& directory() const { return dir_; }
   // With `keep`, after Stop: where the directory was left; empty otherwise.
   const std::string& kept_directory() const { return kept_; }
@@ -148,6 +168,9 @@ class Server {
  private:
   Server() = default;
   absl::Status Launch();
+  // `postgres -C NAME` with the server's settings: a runtime-computed
+  // setting's value, as a number.
+  absl::StatusOr<int64_t> RuntimeComputed(const std::string& name);
   // A copy of `source`, owned by the server's user, in its directory (the
   // build tree or the user's may be closed to that user); its path.
   absl::StatusOr<std::string> CopyIntoDirectory(const std::string& source, const std::string& name,
@@ -166,7 +189,8 @@ class Server {
   std::string kept_;
   pid_t pid_ = -1;
   int port_ = 0;
-  std::string conninfo_;
+  std::string conninfo_;      // the Unix socket's
+  std::string tcp_conninfo_;  // with tcp, sslmode left out
   Settings settings_;
   bool keep_ = false;
   int shm_id_ = -1;  // the System V segment postmaster.pid names, for a kill's clean-up

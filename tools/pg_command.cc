@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/cpus.h"
 #include "pgreal/pg_run.h"
 #include "tools/flags.h"
 #include "tools/machine_header.h"
@@ -62,8 +63,10 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
   if (!result.ok()) return result.status();
 
   nlohmann::json header = MachineHeader();
+  // A server's first row: direct, at the first of every list.
   const size_t servers = std::count_if(result->targets.begin(), result->targets.end(), [&](const pgreal::PgTargetResult& t) {
-    return t.via.empty() && t.clients == options->clients.front();
+    return t.via.empty() && t.clients == options->clients.front() && t.transport == options->transports.front() &&
+           t.hold == (options->hold.empty() ? 0 : options->hold.front());
   });
   out << "backendlab pg: "
       << (options->conninfo.empty() ? absl::StrCat(servers, " server(s) started by the tool")
@@ -91,6 +94,7 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
   report.PrintText(out);
   PrintPgNotes(*result, *options, out);
   PrintServerClock(*result, out);
+  PrintManyConnections(*result, static_cast<int>(AllowedCpus().size()), out);
 
   if (!options->profilers.empty()) {
     absl::StatusOr<int64_t> top_n = TopN(*flags);
@@ -112,6 +116,9 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
   header["query"] = options->loop.query;
   header["server_counters"] = options->server_counters;
   header["tcp"] = options->server.tcp;
+  header["ssl"] = options->server.ssl;
+  header["hold"] = options->hold;
+  header["cpus"] = AllowedCpus().size();
   if (!options->via.empty()) {
     nlohmann::json via = nlohmann::json::array();
     for (const pgreal::Via& v : options->via) via.push_back(v.label());

@@ -31,7 +31,9 @@ constexpr FlagSpec kFlags[] = {
     {"warmup", "20", "connections made first and left out"},
     {"query", "", "SQL sent once per connection, e.g. 'SELECT 1' (default: none)"},
     {"run-as", "", "as root: the unprivileged user the server runs as (default postgres)"},
-    {"tcp", "off", "also listen on 127.0.0.1 (password authentication) and connect through it: on or off"},
+    {"tcp", "off", "also listen on 127.0.0.1 (scram-sha-256) and measure connections through it, a row beside the Unix socket's: on or off"},
+    {"ssl", "off", "with --tcp: also TLS (ssl=on, a throw-away certificate; sslmode=require), a third row: on or off"},
+    {"hold", "", "connections held open while each loop runs, a row per entry, e.g. 0,256,1024: so many idle backends beside the loop's"},
     {"set", "", "server settings over the defaults, NAME=VALUE[,NAME=VALUE...]"},
     {"keep", "off", "leave each server's directory (data, log) after the run: on or off"},
     {"conninfo", "", "measure this existing server instead (libpq connection string); no start, no stop"},
@@ -91,7 +93,7 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
   pgreal::PgRunOptions options;
   const bool existing = flags.Has("conninfo");
   if (existing) {
-    for (const char* owned : {"bindir", "pg-versions", "shared-buffers", "tcp", "set", "keep", "run-as", "via", "pgbouncer", "what-if"}) {
+    for (const char* owned : {"bindir", "pg-versions", "shared-buffers", "tcp", "ssl", "set", "keep", "run-as", "via", "pgbouncer", "what-if"}) {
       if (flags.Has(owned) && flags.Get(owned) != "off") {
         return absl::InvalidArgumentError(
             absl::StrCat("--", owned, " is for a server the tool starts; --conninfo names an existing one"));
@@ -156,11 +158,17 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
     }
     if (flags.Has("run-as")) options.server.run_as = flags.Get("run-as");
     absl::StatusOr<bool> tcp = flags.GetBool("tcp");
+    absl::StatusOr<bool> ssl = flags.GetBool("ssl");
     absl::StatusOr<bool> keep = flags.GetBool("keep");
-    if (!tcp.ok()) return tcp.status();
-    if (!keep.ok()) return keep.status();
+    for (const absl::Status& s : {tcp.status(), ssl.status(), keep.status()}) {
+      if (!s.ok()) return s;
+    }
+    if (*ssl && !*tcp) return absl::InvalidArgumentError("--ssl=on goes over TCP: add --tcp=on");
     options.server.tcp = *tcp;
+    options.server.ssl = *ssl;
     options.server.keep = *keep;
+    if (*tcp) options.transports.push_back(pgreal::Transport::kTcp);
+    if (*ssl) options.transports.push_back(pgreal::Transport::kSsl);
     if (flags.Has("set")) {
       for (absl::string_view item : absl::StrSplit(flags.Get("set"), ',')) {
         const size_t eq = item.find('=');
@@ -197,8 +205,15 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
   options.loop.clients = options.clients.front();
   options.loop.warmup = *warmup;
   options.server_counters = *counters;
-  // One server serves every --clients entry: room for the most.
-  options.server.max_connections = *std::max_element(options.clients.begin(), options.clients.end()) + 5;
+  if (flags.Has("hold")) {
+    absl::StatusOr<std::vector<int64_t>> hold = flags.GetIntList("hold", 0, pgreal::kMaxHold);
+    if (!hold.ok()) return hold.status();
+    options.hold = *hold;
+  }
+  // One server serves every --clients and --hold entry: room for the most
+  // clients beside the most held.
+  options.server.max_connections = *std::max_element(options.clients.begin(), options.clients.end()) + 5 +
+                                   static_cast<int>(options.hold.empty() ? 0 : *std::max_element(options.hold.begin(), options.hold.end()));
   if (flags.Has("connections") && flags.Has("duration")) {
     return absl::InvalidArgumentError("--connections and --duration both end a run: give one");
   }

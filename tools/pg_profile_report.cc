@@ -23,10 +23,12 @@ namespace {
 
 double Percent(int64_t part, int64_t whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
 
-// "15/128MB" -> "15-128MB": a server's subdirectory of --out.
+// "15/128MB tcp+ssl 4 clients" -> "15-128MB-tcp+ssl-4-clients": a row's
+// subdirectory of --out, with no space for a shell to split.
 std::string ProfileSubdirectory(const std::string& label) {
   std::string name = label;
   std::replace(name.begin(), name.end(), '/', '-');
+  std::replace(name.begin(), name.end(), ' ', '-');
   return name;
 }
 
@@ -202,8 +204,10 @@ absl::Status ReportPgProfiles(const pgreal::PgResult& result, const std::string&
     const pgreal::PgTargetResult& t = result.targets[c.target];
     const pgreal::PgTargetResult& b = result.targets[c.baseline];
     out << "\n== " << t.label << " against " << b.label << " (" << c.profiler << ") ==\n";
-    out << absl::StrFormat("%-17s %12s %12s %10s %9s %9s\n", "phase", "stock us", "what-if us", "change us", "stock %",
-                           "what-if %");
+    // A what-if against its stock server; a transport or a hold against its base row.
+    const std::string base = t.what_if.empty() ? "base" : "stock", row = t.what_if.empty() ? "row" : "what-if";
+    out << absl::StrFormat("%-17s %12s %12s %10s %9s %9s\n", "phase", base + " us", row + " us", "change us", base + " %",
+                           row + " %");
     nlohmann::json phases = nlohmann::json::object();
     for (const pgreal::PhaseChange& p : c.phases) {
       const bool cpu = p.stock_us >= 0 && p.what_if_us >= 0;
@@ -222,20 +226,31 @@ absl::Status ReportPgProfiles(const pgreal::PgResult& result, const std::string&
     nlohmann::json gone = nlohmann::json::array();
     for (const profiling::FunctionSamples& f : c.gone) gone.push_back(f.name);
     if (c.gone.empty()) {
-      out << absl::StrFormat("left the profile: no function on %.0f %% or more of the stock backends' samples is "
-                             "missing from the what-if's\n",
-                             pgreal::kGoneSharePercent);
+      out << absl::StrFormat("left the profile: no function on %.0f %% or more of the %s backends' samples is "
+                             "missing from the %s's\n",
+                             pgreal::kGoneSharePercent, base, row);
     } else {
-      out << absl::StrFormat("left the profile (on %.0f %% or more of the stock backends' samples, on none of the "
-                             "what-if's):\n",
-                             pgreal::kGoneSharePercent);
+      out << absl::StrFormat("left the profile (on %.0f %% or more of the %s backends' samples, on none of the "
+                             "%s's):\n",
+                             pgreal::kGoneSharePercent, base, row);
       for (const profiling::FunctionSamples& f : c.gone) {
-        out << absl::StrFormat("  %-40s %7d samples, %5.1f %% of the stock backends'\n", f.name, f.total,
-                               f.total_percent);
+        out << absl::StrFormat("  %-40s %7d samples, %5.1f %% of the %s backends'\n", f.name, f.total,
+                               f.total_percent, base);
       }
     }
+    nlohmann::json grown = nlohmann::json::array();
+    if (!c.grown.empty()) {
+      out << "grew most: server CPU per connection a function's samples are given (anywhere on the stack, every\n"
+             "process's), "
+          << base << " -> " << row << ":\n";
+    }
+    for (const pgreal::FunctionChange& f : c.grown) {
+      out << absl::StrFormat("  %-40s %8.0f -> %8.0f us  %+8.0f\n", f.name, f.stock_us, f.changed_us,
+                             f.changed_us - f.stock_us);
+      grown.push_back({{"name", f.name}, {"stock_us", f.stock_us}, {"changed_us", f.changed_us}});
+    }
     changes[absl::StrCat(t.label, " (", c.profiler, ")")] = {
-        {"baseline", b.label}, {"profiler", c.profiler}, {"phases", phases}, {"gone", gone}};
+        {"baseline", b.label}, {"profiler", c.profiler}, {"phases", phases}, {"gone", gone}, {"grown", grown}};
   }
   if (!changes.empty()) header["profile_changes"] = changes;
   header["profiles"] = by_profiler[0];

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "base/server_usage.h"
 #include "base/summary.h"
+#include "lifecycle/compare.h"
 
 namespace backendlab::tools {
 namespace {
@@ -38,6 +39,9 @@ Report PgTable(const pgreal::PgResult& result, double precision) {
                  {"client_cpu_us", "client CPU us"},
                  {"server_cpu_us", "server CPU us", 0, ColumnKind::kMedian},
                  {"server_cpu_us_vs_baseline", "CPU vs base", 2, ColumnKind::kRatio},
+                 // The postmaster's own share, and the conn/s it caps a server at.
+                 {"postmaster_cpu_us", "postmaster us", 1, ColumnKind::kMedian},
+                 {"ceiling_connections_per_second", "ceiling conn/s", 0, ColumnKind::kMedian},
                  {"server_task_clock_us", "task-clock us"},
                  {"server_user_us", "user"},
                  {"server_system_us", "sys"},
@@ -47,6 +51,22 @@ Report PgTable(const pgreal::PgResult& result, double precision) {
                  {"server_syscalls", "syscalls"},
                  {"via", ""},
                  {"what_if", ""},
+                 {"transport", ""},
+                 // Connections held beside the loop (--hold): their number, the time to open them, what
+                 // each held backend takes.
+                 {"hold", ""},
+                 {"hold_open_ms", "", 1, ColumnKind::kMedian},
+                 {"hold_open_ms_per_connection", "", 3, ColumnKind::kMedian},
+                 {"hold_open_ms_per_connection_vs_fewest", "", 2, ColumnKind::kRatio},
+                 {"held_rss_kb", ""},
+                 {"held_pss_kb", ""},
+                 {"held_private_kb", ""},
+                 {"held_page_tables_kb", ""},
+                 // Against the machine (pgreal/many_connections.h): fractions.
+                 {"postmaster_busy", ""},
+                 {"cpus_busy", ""},
+                 {"client_busy", ""},
+                 {"connections_per_second_vs_fewer_clients", "", 2, ColumnKind::kRatio},
                  // The server's own clock (18+, log_connections=setup_durations), milliseconds.
                  {"setup_total_ms", ""},
                  {"setup_total_ms_p90", ""},
@@ -61,7 +81,9 @@ Report PgTable(const pgreal::PgResult& result, double precision) {
                  {"kept_directory", ""},
                  // Each round's figures, in round order, for a reader to pair again.
                  {"rounds_server_cpu_us", ""},
-                 {"rounds_connections_per_second", ""}});
+                 {"rounds_connections_per_second", ""},
+                 {"rounds_postmaster_cpu_us", ""},
+                 {"rounds_hold_open_ms", ""}});
   for (size_t i = 0; i < result.targets.size(); ++i) {
     const pgreal::PgTargetResult& t = result.targets[i];
     const ServerStats& st = result.stats[i];
@@ -74,22 +96,38 @@ Report PgTable(const pgreal::PgResult& result, double precision) {
     const pgreal::ServerClock& clock = result.clocks[i];
     const bool timed = clock.timed && clock.lines > 0;
     auto ms = [&](double v) { return timed ? Cell{v} : Cell{}; };
+    const pgreal::HoldStats& hold = result.holds[i];
+    const pgreal::Saturation& saturation = result.saturation.rows[i];
+    auto memory = [&](int64_t ProcessMemory::*field) { return hold.memory ? Cell{(*hold.memory).*field} : Cell{}; };
+    auto fraction = [](double v) { return v < 0 ? Cell{} : Cell{v}; };
     report.AddRow({t.label, int64_t{t.clients}, t.installation.version, t.installation.build,
                    t.shared_buffers_bytes > 0 ? Cell{t.shared_buffers_bytes} : Cell{}, EstimateOf(st.rate),
                    RatioCell(st.rate_vs_baseline, precision), rate > 0 ? Cell{1e6 / rate} : Cell{}, connect.median, connect.p90,
                    connect.p99, PerConnectionCell(t.loop.client.cpu_ns, n, 1e-3),
                    st.has_cpu ? Cell{EstimateOf(st.cpu_us)} : Cell{}, RatioCell(st.cpu_vs_baseline, precision),
+                   st.has_postmaster_cpu ? Cell{EstimateOf(st.postmaster_cpu_us)} : Cell{},
+                   st.has_postmaster_cpu ? Cell{EstimateOf(st.ceiling)} : Cell{},
                    counted ? Counted(per.task_clock_us) : Cell{},
                    counted ? Counted(per.user_us) : Cell{}, counted ? Counted(per.system_us) : Cell{},
                    counted ? Counted(per.minor_faults) : Cell{}, counted ? Counted(per.major_faults) : Cell{},
                    counted ? Counted(per.context_switches) : Cell{}, counted ? Counted(per.syscalls) : Cell{},
                    t.via.empty() ? Cell{} : Cell{t.via}, t.what_if.empty() ? Cell{} : Cell{t.what_if},
+                   std::string(pgreal::TransportName(t.transport)), t.hold,
+                   hold.held ? Cell{EstimateOf(hold.open_ms)} : Cell{},
+                   hold.held ? Cell{EstimateOf(hold.open_ms_per_connection)} : Cell{},
+                   hold.held ? RatioCell(hold.per_connection_vs_fewest) : Cell{}, memory(&ProcessMemory::rss_kb),
+                   memory(&ProcessMemory::pss_kb), memory(&ProcessMemory::private_kb),
+                   memory(&ProcessMemory::page_tables_kb), fraction(saturation.postmaster_busy),
+                   fraction(saturation.cpus_busy), fraction(saturation.client_busy),
+                   RatioCell(saturation.rate_vs_previous),
                    ms(clock.server.total_ms.median), ms(clock.server.total_ms.p90), ms(clock.server.fork_ms.median),
                    ms(clock.server.fork_ms.p90), ms(clock.server.authentication_ms.median),
                    ms(clock.server.authentication_ms.p90), clock.timed ? Cell{clock.lines} : Cell{}, t.server_backends >= 0 ? Cell{t.server_backends} : Cell{},
                    t.pooler_available ? PerConnectionCell(t.pooler_cpu_ns, all.connections, 1e-3) : Cell{}, n,
                    t.kept_directory.empty() ? Cell{} : Cell{t.kept_directory}, Values(CpuUsByRound(t.server_rounds)),
-                   Values(t.rates)});
+                   Values(t.rates),
+                   Values(PerRound(t.server_rounds, [](const PerConnection& p) { return p.postmaster_cpu_us; })),
+                   Values(t.hold_open_ms)});
   }
   return report;
 }
@@ -101,9 +139,12 @@ void PrintPgNotes(const pgreal::PgResult& result, const pgreal::PgRunOptions& op
          "over the whole run.\n"
          "server: the postmaster and every backend it forked in the run. server CPU, user, sys and faults: the\n"
          "kernel's accounting of the postmaster and its reaped children (CPU in clock ticks), as the mock's;\n"
-         "task-clock, ctx sw and syscalls: perf, inherited.\n"
-         "vs base: at the same clients, a pooled row or a what-if over its stock server's direct row, a direct\n"
-         "row over the first server listed;\n"
+         "task-clock, ctx sw and syscalls: perf, inherited. postmaster: its own CPU alone (/proc/PID/schedstat, ns),\n"
+         "included in server CPU; ceiling: one CPU-second over it, the conn/s a postmaster doing nothing else\n"
+         "could reach on one core (each round's, median [95 % interval]).\n"
+         "vs base: at the same clients, one change at a time: a pooled row or a what-if over its stock server's\n"
+         "direct row, a row over TCP over the same server's through its Unix socket, a row holding connections\n"
+         "over the same server's holding the fewest (--hold), any other row over the first server listed;\n"
       << kRatioLegend << ".\n";
   if (options.precision.half_width > 0 && !result.compared) {
     out << "precision: one server, no ratio to hold to it: --rounds and --max-time decide.\n";
@@ -237,6 +278,119 @@ bool PrintServerClock(const pgreal::PgResult& result, std::ostream& out) {
         << TextOf(RatioCell(st.cpu_vs_baseline), 2) << "\n";
   }
   return true;
+}
+
+
+namespace {
+
+std::string Percent(double fraction) { return fraction < 0 ? std::string("-") : absl::StrFormat("%.0f %%", 100 * fraction); }
+
+std::string BoundText(std::string_view bound, int cpus) {
+  if (bound == pgreal::kBoundPostmaster) return "the postmaster (its one core)";
+  if (bound == pgreal::kBoundCpus) return absl::StrCat("the CPUs (all ", cpus, ")");
+  if (bound == pgreal::kBoundClient) return "the client (the tool's loop, one core)";
+  return "";
+}
+
+}  // namespace
+
+void PrintManyConnections(const pgreal::PgResult& result, int cpus, std::ostream& out) {
+  bool held = false;
+  for (const pgreal::PgTargetResult& t : result.targets) held = held || t.hold > 0;
+  if (held) {
+    Report table({{"server", "server"},
+                  {"hold", "hold"},
+                  {"open", "open ms"},
+                  {"per", "per conn ms"},
+                  {"vs", "per conn vs fewest", 2, ColumnKind::kRatio},
+                  {"p50", "connect p50 us"},
+                  {"p99", "p99"},
+                  {"cpu", "server CPU us", 0, ColumnKind::kMedian},
+                  {"vs_base", "CPU vs base", 2, ColumnKind::kRatio},
+                  {"faults", "faults"},
+                  {"postmaster", "postmaster us", 1, ColumnKind::kMedian},
+                  {"private", "held private kB"},
+                  {"pss", "PSS kB"},
+                  {"rss", "RSS kB"},
+                  {"pte", "PTE kB"}});
+    for (size_t i = 0; i < result.targets.size(); ++i) {
+      const pgreal::PgTargetResult& t = result.targets[i];
+      const pgreal::HoldStats& h = result.holds[i];
+      const ServerStats& st = result.stats[i];
+      const Summary connect = t.loop.connect_ns.Summarize(1e-3);
+      const PerConnection per = PerConnectionOf(Merged(t.server_rounds));
+      auto memory = [&](int64_t ProcessMemory::*field) { return h.memory ? Cell{(*h.memory).*field} : Cell{}; };
+      table.AddRow({t.label, t.hold, h.held ? Cell{EstimateOf(h.open_ms)} : Cell{},
+                    h.held ? Cell{EstimateOf(h.open_ms_per_connection)} : Cell{},
+                    h.held ? RatioCell(h.per_connection_vs_fewest) : Cell{}, connect.median, connect.p99,
+                    st.has_cpu ? Cell{EstimateOf(st.cpu_us)} : Cell{}, RatioCell(st.cpu_vs_baseline),
+                    t.server_rounds.empty() ? Cell{} : Cell{per.minor_faults + per.major_faults},
+                    st.has_postmaster_cpu ? Cell{EstimateOf(st.postmaster_cpu_us)} : Cell{},
+                    memory(&ProcessMemory::private_kb), memory(&ProcessMemory::pss_kb), memory(&ProcessMemory::rss_kb),
+                    memory(&ProcessMemory::page_tables_kb)});
+    }
+    out << "\nconnections held beside the loop (--hold), per row:\n";
+    table.PrintText(out);
+    out << "open ms: the time to open the held connections, a few at a time, each round's [95 % interval]; per conn:\n"
+           "  over their number; vs fewest: that per-connection time over the row holding the fewest, paired in the\n"
+           "  rounds: slower means opening N took more than N times one connection's share, growth faster than linear.\n"
+           "connect, server CPU, faults, postmaster: the loop's new connections beside the held ones (the held\n"
+           "  backends' own lives are not counted); CPU vs base: over the same server holding the fewest.\n"
+           "held private kB: memory each held backend has alone (smaps_rollup's Private_Clean + Private_Dirty: what\n"
+           "  its exit frees); PSS shares its shared pages among their mappers; RSS counts them whole; PTE: its page\n"
+           "  tables (VmPTE). Each the median held backend of a round, the median over the rounds.\n";
+  }
+  if (result.saturation.series.empty()) return;
+  Report table({{"server", "server"},
+                {"clients", "clients"},
+                {"rate", "conn/s", 0, ColumnKind::kMedian},
+                {"vs", "vs fewer clients", 2, ColumnKind::kRatio},
+                {"ceiling", "ceiling conn/s", 0, ColumnKind::kMedian},
+                {"postmaster", "postmaster busy"},
+                {"cpus", "CPUs busy"},
+                {"client", "client busy"}});
+  for (const pgreal::SaturationSeries& series : result.saturation.series) {
+    for (size_t i : series.rows) {
+      const pgreal::PgTargetResult& t = result.targets[i];
+      const ServerStats& st = result.stats[i];
+      const pgreal::Saturation& s = result.saturation.rows[i];
+      table.AddRow({t.label, int64_t{t.clients}, EstimateOf(st.rate), RatioCell(s.rate_vs_previous),
+                    st.has_postmaster_cpu ? Cell{EstimateOf(st.ceiling)} : Cell{},
+                    Percent(s.postmaster_busy), Percent(s.cpus_busy), Percent(s.client_busy)});
+    }
+  }
+  out << "\nconn/s against the postmaster's ceiling, as the clients grow (--clients):\n";
+  table.PrintText(out);
+  out << "vs fewer clients: conn/s over the row with the next fewer clients, paired in the rounds. busy: conn/s times\n"
+         "  CPU per connection, as a share of what each can give: the postmaster's of its one core, the whole\n"
+         "  server's and the client's of all "
+      << cpus << " CPUs, the client's (the tool's loop, one thread) of one core.\n";
+  for (const pgreal::SaturationSeries& series : result.saturation.series) {
+    const std::string& name = result.targets[series.rows.front()].series;
+    const size_t at = series.saturated_at.value_or(series.rows.back());
+    const pgreal::Saturation& s = result.saturation.rows[at];
+    if (series.saturated_at) {
+      // A saturated row has a next: the one whose rate did not grow.
+      const size_t next = *(std::find(series.rows.begin(), series.rows.end(), at) + 1);
+      out << name << ": saturated at " << lifecycle::ClientsText(result.targets[at].clients) << ", as far as this run resolves: at "
+          << result.targets[next].clients << " conn/s was "
+          << TextOf(RatioCell(result.saturation.rows[next].rate_vs_previous), 2) << " of that";
+    } else {
+      out << name << ": conn/s still grew up to " << lifecycle::ClientsText(result.targets[at].clients)
+          << ", the most asked for: not saturated in this run";
+    }
+    if (series.bound.empty()) {
+      out << "; nothing counted was over " << Percent(pgreal::kBusyBound) << " busy there (the postmaster "
+          << Percent(s.postmaster_busy) << ", the CPUs " << Percent(s.cpus_busy) << ", the client "
+          << Percent(s.client_busy) << ")\n";
+    } else {
+      const double busy = series.bound == pgreal::kBoundPostmaster ? s.postmaster_busy
+                          : series.bound == pgreal::kBoundCpus     ? s.cpus_busy
+                                                                   : s.client_busy;
+      out << "; busiest there: " << BoundText(series.bound, cpus) << ", " << Percent(busy) << " (the postmaster "
+          << Percent(s.postmaster_busy) << " of its core)\n";
+    }
+  }
 }
 
 }  // namespace backendlab::tools

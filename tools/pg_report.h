@@ -27,6 +27,13 @@ void PrintPgNotes(const pgreal::PgResult& result, const pgreal::PgRunOptions& op
 // what the logging costs (each setup-durations row over its stock one).
 bool PrintServerClock(const pgreal::PgResult& result, std::ostream& out);
 
+// Many connections (pgreal/many_connections.h): with --hold, a table of the
+// held rows (the time to open them and its growth, the new connections'
+// costs beside them, each held backend's memory); with more than one
+// --clients entry, each series' conn/s against the postmaster's ceiling and
+// what was busiest where it saturated. `cpus`: the CPUs the run had.
+void PrintManyConnections(const pgreal::PgResult& result, int cpus, std::ostream& out);
+
 }  // namespace backendlab::tools
 
 #endif  // BACKENDLAB_TOOLS_PG_REPORT_H_
