@@ -16,6 +16,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "base/statistics.h"
 
 namespace backendlab {
 namespace {
@@ -137,6 +138,21 @@ std::optional<ProcessMemory> ReadProcessMemory(pid_t pid) {
   const std::optional<int64_t> pte = FieldKb(absl::StrCat("/proc/", pid, "/status"), "VmPTE");
   if (!rss || !pss || !clean || !dirty || !pte) return std::nullopt;
   return ProcessMemory{*rss, *pss, *clean + *dirty, *pte};
+}
+
+std::optional<ProcessMemory> MedianProcessMemory(std::span<const pid_t> pids) {
+  std::vector<double> rss, pss, own, pte;
+  for (pid_t pid : pids) {
+    const std::optional<ProcessMemory> m = ReadProcessMemory(pid);
+    if (!m) return std::nullopt;
+    rss.push_back(static_cast<double>(m->rss_kb));
+    pss.push_back(static_cast<double>(m->pss_kb));
+    own.push_back(static_cast<double>(m->private_kb));
+    pte.push_back(static_cast<double>(m->page_tables_kb));
+  }
+  if (rss.empty()) return std::nullopt;
+  auto median = [](const std::vector<double>& v) { return static_cast<int64_t>(MedianWithInterval(v).median); };
+  return ProcessMemory{median(rss), median(pss), median(own), median(pte)};
 }
 
 std::vector<pid_t> ChildrenOf(pid_t pid) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,10 @@ struct ProcessMemory {
   int64_t page_tables_kb = 0;
 };
 std::optional<ProcessMemory> ReadProcessMemory(pid_t pid);
+// The median of `pids`, field by field (each field's median process may
+// differ): what one of many alike processes takes. None when there is no
+// pid or one's memory cannot be read.
+std::optional<ProcessMemory> MedianProcessMemory(std::span<const pid_t> pids);
 
 // The pids whose parent is `pid`, from /proc (empty if none or unreadable):
 // every process on the host is looked at, milliseconds with thousands.

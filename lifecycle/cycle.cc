@@ -19,6 +19,7 @@
 #include "base/interrupt.h"
 #include "base/names.h"
 #include "base/private_dir.h"
+#include "base/processes.h"
 #include "base/resource_usage.h"
 #include "base/unique_fd.h"
 #include "lifecycle/internal/client_loop.h"
@@ -204,12 +205,13 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
     config.results_fd = results_write.get();
     config.samples_fd = samples_fd.get();
     config.baseline_forks = options.baseline_forks;
-    config.warmup = options.warmup;
+    config.warmup = options.hold + options.warmup;  // the first measured connection's sequence number
+    config.hold = options.hold;
     config.sampler = options.sampler;
     config.socket_path = socket_path;
     config.dir = dir->path();
     // Backends that have exited but are not reaped yet still hold a slot.
-    config.nslots = static_cast<size_t>(options.clients) * 4 + 64;
+    config.nslots = static_cast<size_t>(options.clients) * 4 + 64 + static_cast<size_t>(options.hold);
     internal::RunPostmaster(config);  // never returns: no destructor of ours runs in it
   }
   const int fork_error = errno;
@@ -231,7 +233,18 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
     server_syscalls = profiling::SyscallCounters::OpenProcess(postmaster, kinds);
   }
   internal::ClientLoop clients(options, socket_path, results_read.get(), result);
-  const absl::Status run = clients.Run();
+  absl::Status run = clients.OpenHeld();
+  // Once every held backend is ready and before the loop starts, the
+  // postmaster's children are the held backends.
+  if (run.ok() && options.hold > 0) result.held_memory = MedianProcessMemory(ChildrenOf(postmaster));
+  if (run.ok()) run = clients.Run();
+  if (options.hold > 0) {
+    // The server's usage is taken once the loop's backends are reaped and
+    // before the held ones may end: asked for, waited for, then the held
+    // connections close.
+    if (run.ok() && !result.interrupted) run = clients.AwaitUsage(control_write.get());
+    clients.CloseHeld();
+  }
   control_write.Reset();  // stop: the postmaster reaps its backends and exits
   const absl::Status postmaster_failure = clients.DrainToEnd();
   results_read.Reset();
@@ -240,7 +253,7 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
   while ((waited = waitpid(postmaster, &status, 0)) < 0 && errno == EINTR) {
   }
   if (waited < 0) return Errno("waitpid(postmaster)");
-  result.server.connections = clients.accepted();
+  result.server.connections = clients.accepted();  // the loop's: the held ones are not counted there
   if (server_syscalls.ok()) {
     profiling::SyscallCounters::Counts counts;
     if (server_syscalls->Read(counts)) {
@@ -259,7 +272,7 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
   }
   if (samples_fd.valid()) {
     internal::SampleHarvest harvest;
-    result.samples_status = internal::ReadSampleChunks(samples_fd.get(), options.warmup, harvest);
+    result.samples_status = internal::ReadSampleChunks(samples_fd.get(), options.hold + options.warmup, harvest);
     result.samples = std::move(harvest.samples);
     result.samples_dropped += harvest.dropped;  // beside any the postmaster could not write
     result.samples_truncated = harvest.truncated;
@@ -296,6 +309,19 @@ absl::Status ValidateCycleOptions(const CycleOptions& o) {
     return absl::InvalidArgumentError("--queries needs --mode=fork (a query is a round trip with a client)");
   }
   if (o.warmup < 0) return absl::InvalidArgumentError("--warmup must be >= 0");
+  if (o.hold < 0 || o.hold > kMaxHold) return absl::InvalidArgumentError(absl::StrCat("--hold must be 0..", kMaxHold));
+  if (o.hold > 0 && o.mode != Mode::kFork) return absl::InvalidArgumentError("--hold needs --mode=fork (held backends are processes)");
+  if (o.hold > 0) {
+    // Descriptors (raising the soft limit to the hard one), processes and
+    // memory for the held backends, checked before anything starts.
+    HostNeeds needs;
+    needs.what = absl::StrCat("--hold=", o.hold);
+    needs.descriptors = o.hold + o.clients + kFdsBesidesClients;
+    needs.processes = o.hold + o.clients + 2;
+    needs.uid = geteuid();
+    needs.memory_bytes = o.hold * kHeldBackendBytes;
+    if (absl::Status s = CheckHostLimits(needs); !s.ok()) return s;
+  }
   if (o.backend.work_pins < 0 || o.backend.work_lookups < 0 || o.backend.leak_pins < 0) {
     return absl::InvalidArgumentError("work sizes must be >= 0");
   }
@@ -303,7 +329,7 @@ absl::Status ValidateCycleOptions(const CycleOptions& o) {
   // than RLIMIT_NOFILE allows (EINVAL), so find out now, not mid-run.
   rlimit nofile{};
   if (o.mode == Mode::kFork && getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
-    const int64_t needed = o.clients + kFdsBesidesClients;
+    const int64_t needed = o.clients + o.hold + kFdsBesidesClients;
     if (static_cast<int64_t>(nofile.rlim_cur) < needed) {
       return absl::InvalidArgumentError(absl::StrCat("--clients=", o.clients, " needs `ulimit -n ", needed,
                                                      "` or more (it is ", nofile.rlim_cur, ")"));

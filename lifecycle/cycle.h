@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "base/histogram.h"
 #include "base/names.h"
+#include "base/processes.h"
 #include "base/server_usage.h"
 #include "lifecycle/backend.h"
 #include "lifecycle/backend_record.h"
@@ -37,6 +38,12 @@ struct CycleOptions {
   int64_t connections = 200;  // measured connections; 0: run for `duration` instead
   absl::Duration duration = absl::ZeroDuration();
   int64_t warmup = 20;        // connections run first and left out of every figure
+  // Fork mode: connections opened first and held, idle, while the loop runs
+  // (`cycle --hold`): so many backends live beside the loop's, as `pg
+  // --hold` holds them on a real server. They take the first sequence
+  // numbers (before the warm-up) and are left out of every figure but
+  // their own (CycleResult::hold_open_ns, held_memory).
+  int64_t hold = 0;
   int baseline_forks = 100;   // bare fork+_exit+waitpid cycles, before and after the run
   // Profile the measured part of the run: the postmaster and every measured
   // backend (fork mode) or this process (inproc), samples tagged with
@@ -79,12 +86,20 @@ struct CycleResult {
   // Fork mode: the postmaster's pid, to tell its samples (its fork() calls
   // are tagged `fork`) from the backends'.
   int32_t postmaster_pid = 0;
+  // With options.hold: the time to open the held connections (from the
+  // first connect() to the last "ready"), and the memory of the median held
+  // backend, field by field (none if /proc could not be read for one).
+  int64_t hold_open_ns = -1;
+  std::optional<ProcessMemory> held_memory;
   // Fork mode: the whole server as `pg` measures a real one — the
   // postmaster and every backend it reaped (getrusage of itself and its
   // children, from after the opening bare forks to the last backend's
   // reaping), over every connection it accepted, warm-up included. The bare
   // forks are left out of CPU and faults; system calls (perf, inherited,
-  // opened when the postmaster starts) count their few calls too.
+  // opened when the postmaster starts) count their few calls too. With
+  // options.hold, from after the last held backend's fork to the last
+  // loop backend's reaping, the held ones' own lives left out (their exit
+  // comes after), and over the loop's connections alone.
   ServerUsage server;
 };
 
@@ -106,6 +121,8 @@ absl::StatusOr<CycleResult> RunCycle(const CycleOptions& options);
 
 // The most connections in flight a cycle takes.
 inline constexpr int kMaxClients = 1024;
+// The most connections a cycle holds (--hold), as `pg --hold`.
+inline constexpr int64_t kMaxHold = 100'000;
 
 // Validates options without running anything (the CLI's bad-input checks),
 // --clients against RLIMIT_NOFILE included.

@@ -289,8 +289,8 @@ HeldConnections& HeldConnections::operator=(HeldConnections&& other) noexcept {
   return *this;
 }
 
-std::vector<int> HeldConnections::BackendPids() const {
-  std::vector<int> pids;
+std::vector<pid_t> HeldConnections::BackendPids() const {
+  std::vector<pid_t> pids;
   for (PGconn* conn : conns_) pids.push_back(PQbackendPID(conn));
   return pids;
 }

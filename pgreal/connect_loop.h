@@ -4,6 +4,8 @@
 #ifndef BACKENDLAB_PGREAL_CONNECT_LOOP_H_
 #define BACKENDLAB_PGREAL_CONNECT_LOOP_H_
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -77,7 +79,7 @@ class HeldConnections {
   int64_t size() const { return static_cast<int64_t>(conns_.size()); }
   int64_t open_ns() const { return open_ns_; }
   // The server process of each (PQbackendPID).
-  std::vector<int> BackendPids() const;
+  std::vector<pid_t> BackendPids() const;
   // OK while every one is open and quiet; Internal saying how many the
   // server closed (an idle backend sends nothing unasked: anything to read,
   // or the end of the stream, is its goodbye).

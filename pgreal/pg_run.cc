@@ -91,7 +91,14 @@ class Hold {
     hold.held_ = std::move(*held);
     if (record) {
       target.hold_open_ms.push_back(static_cast<double>(hold.held_.open_ns()) / 1e6);
-      RecordMemory(hold.held_.BackendPids(), target);
+      // Each round's median held backend; a round that could not read one
+      // leaves the rounds without memory for good (ComputeHoldStats). Only
+      // of a server known to run here (an existing one's backend pids may
+      // name processes of another host).
+      if (const std::optional<ProcessMemory> m =
+              postmaster > 0 ? MedianProcessMemory(hold.held_.BackendPids()) : std::nullopt) {
+        target.held_memory.push_back(*m);
+      }
     }
     return hold;
   }
@@ -115,22 +122,6 @@ class Hold {
   }
 
  private:
-  // Each round's median held backend, field by field; none when a backend's
-  // memory could not be read.
-  static void RecordMemory(const std::vector<int>& pids, PgTargetResult& target) {
-    std::vector<double> rss, pss, own, pte;
-    for (int pid : pids) {
-      const std::optional<ProcessMemory> m = ReadProcessMemory(pid);
-      if (!m) return;
-      rss.push_back(static_cast<double>(m->rss_kb));
-      pss.push_back(static_cast<double>(m->pss_kb));
-      own.push_back(static_cast<double>(m->private_kb));
-      pte.push_back(static_cast<double>(m->page_tables_kb));
-    }
-    auto median = [](std::vector<double>& v) { return static_cast<int64_t>(MedianWithInterval(v).median); };
-    target.held_memory.push_back({median(rss), median(pss), median(own), median(pte)});
-  }
-
   pid_t postmaster_ = 0;
   size_t before_ = 0;  // the postmaster's children before the hold
   HeldConnections held_;

@@ -51,7 +51,7 @@ constexpr PhaseRule kRules[] = {
     // backend (ProcessStartupPacket -> secure_open_server), before auth. Its
     // later reads and writes (be_tls_read/write) stay in their callers' phases.
     {"be_tls_open_server", "tls", S::kAny, 0, 99, "be-secure-openssl.c: SSL_accept and the certificate's signature"},
-    {"secure_open_server", "tls", S::kAny, 0, 99, "be-secure.c; not in Debian's build's dynamic symbols"},
+    {"secure_open_server", "tls", S::kAny, 0, 99, "be-secure.c"},
     // --- auth
     {"ClientAuthentication", "auth", S::kAny, 0, 99, ""},
     // --- scram: the password exchange, inside ClientAuthentication

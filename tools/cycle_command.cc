@@ -35,6 +35,7 @@ constexpr FlagSpec kFlags[] = {
     {"connections", "", "measured connections (default 500 unless --duration)"},
     {"duration", "", "run for this long instead, e.g. 10s or 500ms"},
     {"warmup", "20", "connections run first and left out"},
+    {"hold", "0", "connections opened first and held, idle, while the loop runs (fork mode): so many backends beside the loop's"},
     {"work-pins", "20", "pin+unpin pairs per backend"},
     {"work-lookups", "100", "catcache lookups per backend"},
     {"queries", "0", "request/response round trips each backend serves after \"ready\", in its work phase (fork mode)"},
@@ -94,6 +95,7 @@ absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& ou
       "bare fork+exit+wait in the same run: %.1f/s (median of %d) -> this configuration runs at %.2fx of that floor\n\n",
       s.baseline_forks_per_second, static_cast<int>(result->baseline_fork_ns.count()), floor_ratio);
 
+  PrintServerUsage(*result, options->hold, out);
   Report report = PhaseReport(s, b.counters);
   report.PrintText(out);
   out << absl::StrFormat("(between work and exit_check the backend waited %s us median for the client's terminate)\n",
@@ -109,6 +111,7 @@ absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& ou
   header["command"] = "cycle";
   header["config"] = ConfigJson(*options);
   header["summary"] = SummaryJson(s, *result);
+  header["server"] = ServerUsageJson(*result, options->hold);
   report.SetHeader(header);
   if (absl::Status st = report.WriteFiles(flags->Get("json"), flags->Get("csv")); !st.ok()) return st;
   return lifecycle::RunOutcome(*result, s);

@@ -96,6 +96,7 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
   const IntFlag ints[] = {
       {"connections", 1, 100'000'000, &o.connections},
       {"warmup", 0, 1'000'000, &o.warmup},
+      {"hold", 0, lifecycle::kMaxHold, &o.hold},
       {"work-pins", 0, 1'000'000'000, &b.work_pins},
       {"work-lookups", 0, 100'000'000, &b.work_lookups},
       {"queries", 0, 1'000'000, &b.queries},

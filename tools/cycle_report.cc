@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "buffers/exit_check.h"
 #include "buffers/shared_buffers.h"
 #include "catcache/bucket_allocator.h"
@@ -125,6 +126,54 @@ Report PhaseReport(const lifecycle::CycleSummary& s, std::span<const profiling::
     report.AddRow(std::move(row));
   }
   return report;
+}
+
+void PrintServerUsage(const lifecycle::CycleResult& result, int64_t hold, std::ostream& out) {
+  const ServerUsage& u = result.server;
+  if (u.connections <= 0) return;
+  const PerConnection per = PerConnectionOf(u);
+  out << absl::StrFormat("server per connection: CPU %.0f us (user %.0f, sys %.0f), %.0f faults", per.cpu_us,
+                         per.user_us, per.system_us, per.minor_faults + per.major_faults);
+  if (per.postmaster_cpu_us > 0) {
+    out << absl::StrFormat("; the postmaster's own %.1f us: a ceiling of %.0f conn/s on one core", per.postmaster_cpu_us,
+                           1e6 / per.postmaster_cpu_us);
+  }
+  out << absl::StrFormat(" (%d connections, warm-up included)\n", u.connections);
+  if (hold > 0 && result.hold_open_ns >= 0) {
+    out << absl::StrFormat("held: %d connections opened in %.1f ms (%.3f ms each), idle while the loop ran", hold,
+                           result.hold_open_ns / 1e6, result.hold_open_ns / 1e6 / static_cast<double>(hold));
+    if (result.held_memory) {
+      const ProcessMemory& m = *result.held_memory;
+      out << absl::StrFormat("; each held backend: private %d kB, PSS %d kB, RSS %d kB, page tables %d kB", m.private_kb,
+                             m.pss_kb, m.rss_kb, m.page_tables_kb);
+    }
+    out << "\n  (the server's figures are the loop's connections beside them; the held backends' own lives are not counted)\n";
+  }
+  out << "\n";
+}
+
+nlohmann::json ServerUsageJson(const lifecycle::CycleResult& result, int64_t hold) {
+  const ServerUsage& u = result.server;
+  if (u.connections <= 0) return nullptr;
+  const PerConnection per = PerConnectionOf(u);
+  nlohmann::json j = {{"connections", u.connections},
+                      {"cpu_us", per.cpu_us},
+                      {"user_us", per.user_us},
+                      {"system_us", per.system_us},
+                      {"minor_faults", per.minor_faults},
+                      {"major_faults", per.major_faults},
+                      {"postmaster_cpu_us", per.postmaster_cpu_us > 0 ? nlohmann::json(per.postmaster_cpu_us) : nlohmann::json(nullptr)},
+                      {"ceiling_connections_per_second",
+                       per.postmaster_cpu_us > 0 ? nlohmann::json(1e6 / per.postmaster_cpu_us) : nlohmann::json(nullptr)},
+                      {"hold", hold}};
+  if (hold > 0 && result.hold_open_ns >= 0) j["hold_open_ms"] = result.hold_open_ns / 1e6;
+  if (result.held_memory) {
+    j["held_rss_kb"] = result.held_memory->rss_kb;
+    j["held_pss_kb"] = result.held_memory->pss_kb;
+    j["held_private_kb"] = result.held_memory->private_kb;
+    j["held_page_tables_kb"] = result.held_memory->page_tables_kb;
+  }
+  return j;
 }
 
 void PrintIncidents(const lifecycle::CycleResult& result, std::ostream& out) {

@@ -28,6 +28,13 @@ Report PhaseReport(const lifecycle::CycleSummary& s, std::span<const profiling::
 
 // Crashed backends (warm-up ones included) and leak warnings, one line each
 // (the first few).
+// The whole server's figures per connection (fork mode): CPU, the
+// postmaster's own share and the ceiling it sets, faults; with `hold`, the
+// held connections' opening and each held backend's memory. Nothing in
+// inproc mode.
+void PrintServerUsage(const lifecycle::CycleResult& result, int64_t hold, std::ostream& out);
+nlohmann::json ServerUsageJson(const lifecycle::CycleResult& result, int64_t hold);
+
 void PrintIncidents(const lifecycle::CycleResult& result, std::ostream& out);
 
 }  // namespace backendlab::tools

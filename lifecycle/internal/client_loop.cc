@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/cpus.h"
 #include "base/interrupt.h"
 #include "base/resource_usage.h"
 #include "lifecycle/internal/io.h"
@@ -58,6 +59,9 @@ absl::Status ClientLoop::Run() {
       fds.push_back({c.fd, POLLIN, 0});
     }
     if (!any_busy && done_starting) break;
+    // A held backend says nothing until it is told to end: anything from
+    // it is its end.
+    for (int fd : held_) fds.push_back({fd, POLLIN, 0});
     fds.push_back({results_fd_, POLLIN, 0});
     if (poll(fds.data(), fds.size(), 100) < 0) {
       // EINTR: a stop signal (checked at the top) or the profiler's SIGPROF.
@@ -69,6 +73,8 @@ absl::Status ClientLoop::Run() {
     for (size_t i = 0; i < clients.size(); ++i) {
       if (clients[i].fd >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR))) Read(clients[i]);
     }
+    status = CheckHeld(fds, clients.size());
+    if (!status.ok()) break;
     const short results = fds.back().revents;
     if ((results & POLLIN) && !DrainOne()) {
       postmaster_gone_ = true;  // EOF before we asked it to stop
@@ -108,7 +114,7 @@ bool ClientLoop::DrainOne() {
       result_.samples_dropped += m.value;
       break;
     case Message::kBackend:
-      if (IsWarmup(m.record.sequence, options_.warmup)) {
+      if (IsWarmup(m.record.sequence, first_measured())) {
         result_.backends.AddWarmup(m.record);
       } else {
         result_.backends.AddMeasured(m.record);
@@ -122,6 +128,7 @@ bool ClientLoop::DrainOne() {
       }
       break;
     case Message::kServerUsage:
+      usage_received_ = true;
       result_.server.user_ns = m.usage.user_ns;
       result_.server.system_ns = m.usage.system_ns;
       result_.server.cpu_ns = m.usage.user_ns + m.usage.system_ns;
@@ -172,7 +179,7 @@ void ClientLoop::Read(Client& c) {
       Finish(c, false, now);
       return;
     }
-    if (!IsWarmup(c.sequence, options_.warmup)) result_.query_latency_ns.Record(now - c.query_sent_ns);
+    if (!IsWarmup(c.sequence, first_measured())) result_.query_latency_ns.Record(now - c.query_sent_ns);
     if (--c.queries_left == 0 || !SendQuery(c)) Finish(c, c.queries_left == 0, now);
     return;
   }
@@ -188,7 +195,7 @@ void ClientLoop::Read(Client& c) {
     std::memcpy(&c.sequence, c.greeting, sizeof c.sequence);
     ++accepted_;
     // The measured part begins with the first measured connection's connect().
-    if (!IsWarmup(c.sequence, options_.warmup) && (measure_start_ns_ < 0 || c.started_ns < measure_start_ns_)) {
+    if (!IsWarmup(c.sequence, first_measured()) && (measure_start_ns_ < 0 || c.started_ns < measure_start_ns_)) {
       measure_start_ns_ = c.started_ns;
     }
   }
@@ -211,7 +218,7 @@ void ClientLoop::Finish(Client& c, bool ready, int64_t now) {
   ++completed_;
   // A connection closed before the postmaster named it cannot be told to be
   // warm-up: it counts as a failed measured one, never hidden.
-  if (c.sequence >= 0 && IsWarmup(c.sequence, options_.warmup)) return;
+  if (c.sequence >= 0 && IsWarmup(c.sequence, first_measured())) return;
   last_complete_ns_ = now;
   if (ready) {
     ++result_.connections;
@@ -219,6 +226,118 @@ void ClientLoop::Finish(Client& c, bool ready, int64_t now) {
   } else {
     ++result_.failed_connections;
   }
+}
+
+absl::Status ClientLoop::CheckHeld(const std::vector<pollfd>& fds, size_t first) const {
+  for (size_t i = 0; i < held_.size(); ++i) {
+    if (fds[first + i].revents != 0) {
+      return absl::InternalError(absl::StrCat("a held connection's backend ended during the run (held connection ", i,
+                                              " of ", held_.size(), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ClientLoop::OpenHeld() {
+  if (options_.hold == 0) return absl::OkStatus();
+  // The loop's connect and greeting, without the rest: a held connection is
+  // a client that never sends terminate.
+  std::vector<Client> opening(static_cast<size_t>(SaturationClients()));
+  // Those still opening are closed on every way out; the held ones by CloseHeld.
+  struct CloseOpening {
+    std::vector<Client>& clients;
+    ~CloseOpening() {
+      for (Client& c : clients) {
+        if (c.fd >= 0) close(c.fd);
+      }
+    }
+  } close_opening{opening};
+  std::vector<pollfd> fds;
+  int64_t started = 0;
+  const int64_t begin = NowNs();
+  int64_t last_progress = begin;
+  while (static_cast<int64_t>(held_.size()) < options_.hold) {
+    if (StopRequested()) {
+      result_.interrupted = true;
+      break;
+    }
+    if (!postmaster_failure_.ok()) return postmaster_failure_;
+    for (Client& c : opening) {
+      if (c.fd >= 0 || started >= options_.hold) continue;
+      bool connected = false;
+      if (absl::Status s = Connect(c, connected); !s.ok()) return s;
+      if (connected) ++started;
+    }
+    fds.clear();
+    for (const Client& c : opening) fds.push_back({c.fd, POLLIN, 0});
+    fds.push_back({results_fd_, POLLIN, 0});
+    if (poll(fds.data(), fds.size(), 100) < 0) {
+      if (errno != EINTR) return absl::UnavailableError(ErrnoLine("poll", errno));
+      continue;
+    }
+    for (size_t i = 0; i < opening.size(); ++i) {
+      Client& c = opening[i];
+      if (c.fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      const ssize_t n = read(c.fd, c.greeting + c.got, sizeof c.greeting - c.got);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) {
+        return absl::InternalError(absl::StrCat("--hold: a backend ended before it was ready (", held_.size(), " of ",
+                                                options_.hold, " held connections open)"));
+      }
+      c.got += static_cast<size_t>(n);
+      if (c.got < sizeof c.greeting) continue;
+      if (c.greeting[sizeof c.sequence] != kReadyByte) {
+        return absl::InternalError("--hold: a backend did not say it was ready");
+      }
+      held_.push_back(c.fd);
+      c.fd = -1;
+    }
+    const short results = fds.back().revents;
+    if (((results & POLLIN) && !DrainOne()) || ((results & (POLLHUP | POLLERR)) && !(results & POLLIN))) {
+      postmaster_gone_ = true;
+      return absl::InternalError("the postmaster ended while the held connections opened");
+    }
+    if (options_.progress && NowNs() - last_progress > 200'000'000) {
+      last_progress = NowNs();
+      options_.progress(absl::StrCat("cycle: holding ", held_.size(), " of ", options_.hold, " connections"));
+    }
+  }
+  result_.hold_open_ns = NowNs() - begin;
+  return absl::OkStatus();
+}
+
+absl::Status ClientLoop::AwaitUsage(int control_fd) {
+  if (held_.empty()) return absl::OkStatus();
+  const char ask = kUsageByte;
+  if (write(control_fd, &ask, 1) != 1) return absl::UnavailableError(ErrnoLine("write to the postmaster", errno));
+  std::vector<pollfd> fds;
+  while (!usage_received_) {
+    if (StopRequested()) {
+      result_.interrupted = true;
+      return absl::OkStatus();
+    }
+    fds.clear();
+    for (int fd : held_) fds.push_back({fd, POLLIN, 0});
+    fds.push_back({results_fd_, POLLIN, 0});
+    if (poll(fds.data(), fds.size(), 100) < 0) {
+      if (errno != EINTR) return absl::UnavailableError(ErrnoLine("poll", errno));
+      continue;
+    }
+    if (absl::Status s = CheckHeld(fds, 0); !s.ok()) return s;
+    if ((fds.back().revents & (POLLIN | POLLHUP | POLLERR)) && !DrainOne()) {
+      postmaster_gone_ = true;
+      break;
+    }
+  }
+  return postmaster_failure_;
+}
+
+void ClientLoop::CloseHeld() {
+  for (int fd : held_) {
+    (void)SendByte(fd, kTerminateByte);
+    close(fd);
+  }
+  held_.clear();
 }
 
 }  // namespace backendlab::lifecycle::internal

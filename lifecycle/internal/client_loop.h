@@ -6,6 +6,8 @@
 #ifndef BACKENDLAB_LIFECYCLE_INTERNAL_CLIENT_LOOP_H_
 #define BACKENDLAB_LIFECYCLE_INTERNAL_CLIENT_LOOP_H_
 
+#include <poll.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,6 +26,18 @@ class ClientLoop {
   // poll/socket/connect error that is not transient, or the postmaster
   // reporting one (the error names the call and errno). Closes every client.
   absl::Status Run();
+
+  // Before Run, with options.hold: opens the held connections, a few at a
+  // time, and waits for each backend's "ready"; their time goes to
+  // result.hold_open_ns. They stay open (watched by Run: one that ends is
+  // an error) until CloseHeld.
+  absl::Status OpenHeld();
+  // After Run, with held connections: asks the postmaster for the server's
+  // usage (kUsageByte on `control_fd`) and reads its messages until it
+  // comes, sent once only held backends live.
+  absl::Status AwaitUsage(int control_fd);
+  // Ends the held connections (terminate, close); their backends exit.
+  void CloseHeld();
 
   // Reads the postmaster's remaining messages until it closes the pipe (after
   // it was told to stop). The postmaster's failure, if it reported one.
@@ -55,6 +69,12 @@ class ClientLoop {
   bool SendQuery(Client& c);
   void Finish(Client& c, bool ready, int64_t now);
 
+  // The first measured connection's sequence number: the held ones and the
+  // warm-up come before it (IsWarmup).
+  int64_t first_measured() const { return options_.hold + options_.warmup; }
+  // OK while every held connection is open; an error once one has ended.
+  absl::Status CheckHeld(const std::vector<pollfd>& fds, size_t first) const;
+
   const CycleOptions& options_;
   const std::string& socket_path_;
   int results_fd_;
@@ -65,6 +85,8 @@ class ClientLoop {
   int64_t accepted_ = 0;
   int64_t measure_start_ns_ = -1;  // the first measured connection's connect(); -1: none yet
   int64_t last_complete_ns_ = 0;
+  std::vector<int> held_;  // the held connections' sockets, once open
+  bool usage_received_ = false;
 };
 
 }  // namespace backendlab::lifecycle::internal

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "base/check.h"
@@ -98,6 +99,22 @@ class Postmaster {
     unlink(c_.socket_path.c_str());
   }
 
+  // The server's usage since serving_start_, sent once.
+  void SendUsage() {
+    if (usage_sent_) return;
+    usage_sent_ = true;
+    const Message::Usage end = SelfAndChildren();
+    Message m{};
+    m.type = Message::kServerUsage;
+    m.usage = {end.user_ns - serving_start_.user_ns,
+               end.system_ns - serving_start_.system_ns,
+               end.minor_faults - serving_start_.minor_faults,
+               end.major_faults - serving_start_.major_faults,
+               end.context_switches - serving_start_.context_switches,
+               end.postmaster_ns - serving_start_.postmaster_ns};
+    Send(m);
+  }
+
   [[noreturn]] void BackendChild(size_t slot, int client_fd, int sigfd);
   void Accept(int sigfd);
   void Reap();
@@ -117,6 +134,10 @@ class Postmaster {
   std::vector<bool> slot_used_;
   std::vector<ResourceSample> fork_parent_cost_;  // per slot
   std::map<pid_t, size_t> live_;                   // pid -> slot
+  std::set<pid_t> held_;                           // the live held backends (CycleOptions::hold)
+  Message::Usage serving_start_{};
+  bool usage_asked_ = false;  // kUsageByte came
+  bool usage_sent_ = false;
   int64_t next_sequence_ = 0;
   pid_t pid_ = 0;
   bool stopping_ = false;
@@ -200,6 +221,11 @@ void Postmaster::Accept(int sigfd) {
   }
   slot_used_[slot] = true;
   live_[pid] = slot;
+  if (record.sequence < c_.hold) {
+    held_.insert(pid);
+    // The held backends' forks are no connection's of the loop.
+    if (record.sequence == c_.hold - 1) serving_start_ = SelfAndChildren();
+  }
 }
 
 void Postmaster::Reap() {
@@ -217,6 +243,7 @@ void Postmaster::Reap() {
     if (it == live_.end()) continue;
     const size_t slot = it->second;
     live_.erase(it);
+    held_.erase(pid);
     Message m{};
     m.type = Message::kBackend;
     m.record = slots_[slot];  // the child is gone: its writes are all visible
@@ -266,7 +293,7 @@ void Postmaster::Main() {
   SendBaseline();
   // The server's usage is taken from here to the last backend reaped: the
   // bare forks, and the set-up above, are not a connection's.
-  const Message::Usage serving_start = SelfAndChildren();
+  serving_start_ = SelfAndChildren();
   while (!stopping_ || !live_.empty()) {
     const bool can_accept = !stopping_ && live_.size() < c_.nslots;
     pollfd fds[3] = {{sigfd, POLLIN, 0}, {c_.control_fd, POLLIN, 0}, {c_.listen_fd, POLLIN, 0}};
@@ -287,7 +314,11 @@ void Postmaster::Main() {
     }
     if (!stopping_ && (fds[1].revents & (POLLIN | POLLHUP))) {
       char c;
-      if (read(c_.control_fd, &c, 1) <= 0) StopAccepting();
+      if (read(c_.control_fd, &c, 1) <= 0) {
+        StopAccepting();
+      } else if (c == kUsageByte) {
+        usage_asked_ = true;
+      }
     }
     if (can_accept && !stopping_ && (fds[2].revents & POLLIN)) Accept(sigfd);
     if (stopping_ && NowNs() > stop_deadline_) {
@@ -295,16 +326,9 @@ void Postmaster::Main() {
       stop_deadline_ = INT64_MAX;
     }
     Reap();
+    if (usage_asked_ && live_.size() == held_.size()) SendUsage();
   }
-  {
-    const Message::Usage end = SelfAndChildren();
-    Message m{};
-    m.type = Message::kServerUsage;
-    m.usage = {end.user_ns - serving_start.user_ns, end.system_ns - serving_start.system_ns,
-               end.minor_faults - serving_start.minor_faults, end.major_faults - serving_start.major_faults,
-               end.context_switches - serving_start.context_switches, end.postmaster_ns - serving_start.postmaster_ns};
-    Send(m);
-  }
+  SendUsage();  // without held connections: now, the last backend reaped
   if (sample_slots_) {  // before the closing bare forks: they are not the run
     profiling::Sampler::Stop();
     AppendSamples(-1, *sample_slots_->Postmaster());

@@ -21,7 +21,12 @@ struct PostmasterConfig {
   int results_fd = -1;  // Messages (protocol.h) to the tool
   int samples_fd = -1;  // with a sampler: where reaped backends' samples go
   int baseline_forks = 0;
-  int64_t warmup = 0;   // IsWarmup (protocol.h)
+  int64_t warmup = 0;   // IsWarmup (protocol.h): the held connections and the warm-up
+  // The first `hold` connections are held (CycleOptions::hold): the
+  // server's usage is taken from after the last one's fork, and, once the
+  // tool asks (kUsageByte on the control pipe), as soon as only held
+  // backends live, before any of them ends.
+  int64_t hold = 0;
   std::optional<profiling::SamplerOptions> sampler;
   std::string socket_path;
   std::string dir;

@@ -6,7 +6,9 @@
 //   client and the postmaster agree on which connections are warm-up;
 // backend -> client: kReadyByte; client -> backend: kTerminateByte (or EOF);
 // postmaster -> tool, on the results pipe: Messages;
-// tool -> postmaster, on the control pipe: nothing, then EOF (stop).
+// tool -> postmaster, on the control pipe: with held connections one
+//   kUsageByte (send the server's usage once only held backends live), then
+//   EOF (stop).
 #ifndef BACKENDLAB_LIFECYCLE_INTERNAL_PROTOCOL_H_
 #define BACKENDLAB_LIFECYCLE_INTERNAL_PROTOCOL_H_
 
@@ -27,6 +29,8 @@ namespace backendlab::lifecycle::internal {
 // The one warm-up rule: the first `warmup` connections the postmaster accepts
 // (sequence numbers 0 .. warmup-1) are warm-up, whichever client made them.
 inline bool IsWarmup(int64_t sequence, int64_t warmup) { return sequence < warmup; }
+
+inline constexpr char kUsageByte = 'U';
 
 // A call of the postmaster's that failed for good and ended the run.
 enum class FailedCall : int32_t { kPoll = 1, kAccept = 2, kFork = 3 };

@@ -5,6 +5,7 @@
 #include "pgreal/phase_rules.h"
 
 #include <algorithm>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -74,6 +75,32 @@ TEST(PhaseRulesTest, TheSameFrameMeansAPhasePerProcess) {
             "postmaster_other");
   EXPECT_EQ(pg15.Classify("backend", Stack(root + ";pg_strong_random")), "startup");
   EXPECT_EQ(pg15.Classify("checkpointer", Stack(root + ";AuxiliaryProcessMain;CheckpointerMain")), "aux");
+}
+
+// Stacks perf recorded of Debian's 15 over TCP with TLS and SCRAM (`pg
+// --tcp=on --ssl=on --profile`, the heaviest two of each phase's folded
+// file, each line "PHASE<tab>role;frames count"): the handshake is `tls`,
+// the password exchange `scram`, the rest of ClientAuthentication `auth`.
+TEST(PhaseRulesTest, TlsAndScramOfARecordedProductionConnection) {
+  std::ifstream in(std::string(BACKENDLAB_PGREAL_TESTDATA) + "/pg15_tcp_ssl.phases");
+  ASSERT_TRUE(in) << "no testdata";
+  const PhaseClassifier pg15(15);
+  int lines = 0;
+  for (std::string line; std::getline(in, line); ++lines) {
+    const std::vector<std::string> fields = absl::StrSplit(line, '\t');
+    ASSERT_EQ(fields.size(), 2u) << line;
+    const std::string stack = fields[1].substr(0, fields[1].rfind(' '));
+    std::vector<std::string> frames = Stack(stack);
+    const std::string role = frames.front();
+    frames.erase(frames.begin());
+    EXPECT_EQ(pg15.Classify(role, frames), fields[0]) << stack;
+  }
+  EXPECT_EQ(lines, 6);
+  // Before 14 the exchange ran under pg_be_scram_exchange; CheckSASLAuth came with 14.
+  EXPECT_EQ(PhaseClassifier(13).Classify("backend", Stack("main;PostmasterMain;ClientAuthentication;CheckSASLAuth")),
+            "auth");
+  EXPECT_EQ(PhaseClassifier(13).Classify("backend", Stack("main;PostmasterMain;ClientAuthentication;pg_be_scram_exchange")),
+            "scram");
 }
 
 TEST(PhaseRulesTest, UnclaimedIsSaid) {

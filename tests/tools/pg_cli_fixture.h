@@ -100,8 +100,9 @@ class PgCliTest : public CliTest {
   }
   // A child of the tool named `name` whose command line names the tool's
   // directory: the postmaster ("postgres"; not initdb's, nor a backend,
-  // which rewrites its command line), "pgbouncer", "perf". 0 if none came
-  // before the tool exited or test_util::kPatience passed.
+  // which rewrites its command line, nor a `postgres -C` asked for a
+  // setting before the start), "pgbouncer", "perf". 0 if none came before
+  // the tool exited or test_util::kPatience passed.
   pid_t WaitForProcessNamed(const std::string& name, test_util::SpawnedTool& tool) {
     pid_t found = 0;
     test_util::WaitUntil([&] {
@@ -109,7 +110,11 @@ class PgCliTest : public CliTest {
         std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
         std::string command;
         comm >> command;
-        if (command == name && ParentOf(pid) == tool.pid()) found = pid;
+        std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
+        std::stringstream args;
+        args << cmdline.rdbuf();
+        const bool asks_a_setting = args.str().find(std::string("\0-C\0", 4)) != std::string::npos;
+        if (command == name && ParentOf(pid) == tool.pid() && !asks_a_setting) found = pid;
       }
       return found != 0 || tool.Poll().has_value();
     });

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "pgreal/huge_pages.h"
+#include "pgreal/phase_rules.h"
 #include "pgreal/what_if.h"
 #include "tests/test_util/run_program.h"
 #include "tests/test_util/skip.h"
@@ -67,7 +68,7 @@ TEST_F(PgWhatIfTest, ProfileSetsTheWhatIfsPhasesAgainstTheStockRows) {
   const nlohmann::json& c = changes["15/128MB +quick-exit (builtin)"];
   ASSERT_TRUE(c.is_object()) << changes.dump();
   EXPECT_EQ(c["baseline"], "15/128MB");
-  ASSERT_EQ(c["phases"].size(), 12u) << "every phase row and unclaimed";
+  ASSERT_EQ(c["phases"].size(), std::size(pgreal::kPhaseNames) + 1) << "every phase row and unclaimed";
   double stock = 0, what_if = 0;
   for (const auto& [phase, row] : c["phases"].items()) {
     stock += row["stock_percent"].get<double>();
@@ -76,6 +77,10 @@ TEST_F(PgWhatIfTest, ProfileSetsTheWhatIfsPhasesAgainstTheStockRows) {
   EXPECT_NEAR(stock, 100, 1e-6);
   EXPECT_NEAR(what_if, 100, 1e-6);
   EXPECT_TRUE(c["gone"].is_array());
+  ASSERT_TRUE(c["grown"].is_array());
+  for (const nlohmann::json& f : c["grown"]) {
+    EXPECT_GT(f["changed_us"].get<double>(), f["stock_us"].get<double>()) << "only functions that grew: " << f.dump();
+  }
   ExpectNoServerLeft();
 }
 
