@@ -140,19 +140,25 @@ std::optional<ProcessMemory> ReadProcessMemory(pid_t pid) {
   return ProcessMemory{*rss, *pss, *clean + *dirty, *pte};
 }
 
+std::optional<ProcessMemory> MedianMemory(std::span<const ProcessMemory> rounds) {
+  if (rounds.empty()) return std::nullopt;
+  auto median = [&](int64_t ProcessMemory::*field) {
+    std::vector<double> v;
+    for (const ProcessMemory& m : rounds) v.push_back(static_cast<double>(m.*field));
+    return static_cast<int64_t>(MedianWithInterval(v).median);
+  };
+  return ProcessMemory{median(&ProcessMemory::rss_kb), median(&ProcessMemory::pss_kb), median(&ProcessMemory::private_kb),
+                       median(&ProcessMemory::page_tables_kb)};
+}
+
 std::optional<ProcessMemory> MedianProcessMemory(std::span<const pid_t> pids) {
-  std::vector<double> rss, pss, own, pte;
+  std::vector<ProcessMemory> each;
   for (pid_t pid : pids) {
     const std::optional<ProcessMemory> m = ReadProcessMemory(pid);
     if (!m) return std::nullopt;
-    rss.push_back(static_cast<double>(m->rss_kb));
-    pss.push_back(static_cast<double>(m->pss_kb));
-    own.push_back(static_cast<double>(m->private_kb));
-    pte.push_back(static_cast<double>(m->page_tables_kb));
+    each.push_back(*m);
   }
-  if (rss.empty()) return std::nullopt;
-  auto median = [](const std::vector<double>& v) { return static_cast<int64_t>(MedianWithInterval(v).median); };
-  return ProcessMemory{median(rss), median(pss), median(own), median(pte)};
+  return MedianMemory(each);
 }
 
 std::vector<pid_t> ChildrenOf(pid_t pid) {

@@ -58,6 +58,9 @@ std::optional<ProcessMemory> ReadProcessMemory(pid_t pid);
 // differ): what one of many alike processes takes. None when there is no
 // pid or one's memory cannot be read.
 std::optional<ProcessMemory> MedianProcessMemory(std::span<const pid_t> pids);
+// The median of several readings (of processes, of rounds), field by
+// field; none if there is none.
+std::optional<ProcessMemory> MedianMemory(std::span<const ProcessMemory> rounds);
 
 // The pids whose parent is `pid`, from /proc (empty if none or unreadable):
 // every process on the host is looked at, milliseconds with thousands.

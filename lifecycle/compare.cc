@@ -26,15 +26,17 @@ bool InMatrix(const CompareMatrix& m, std::span<const std::string> names) {
 
 absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec) {
   if (spec.layouts.empty() || spec.exit_checks.empty() || spec.shared_buffers.empty() || spec.catcaches.empty() ||
-      spec.syscaches.empty() || spec.clients.empty()) {
+      spec.syscaches.empty() || spec.clients.empty() || spec.holds.empty()) {
     return absl::InvalidArgumentError("every dimension of a comparison needs at least one entry");
   }
   CompareMatrix m;
   m.sizes = spec.shared_buffers;
   m.clients = spec.clients;
-  {  // the most clients against a round's connections and the open-file limit
+  m.holds = spec.holds;
+  {  // the most clients and held against a round's connections and the host's limits
     CycleOptions most = spec.base;
     most.clients = *std::max_element(m.clients.begin(), m.clients.end());
+    most.hold = *std::max_element(m.holds.begin(), m.holds.end());
     if (absl::Status s = ValidateCycleOptions(most); !s.ok()) return s;
   }
 
@@ -62,11 +64,14 @@ absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec) {
   }
   for (const buffers::SharedBuffers& size : m.sizes) {
     for (int n : m.clients) {
-      for (const CompareConfig& proto : named) {
-        CompareConfig c = proto;
-        c.options.backend.shared_buffers = size;
-        c.options.clients = n;
-        m.configs.push_back(std::move(c));
+      for (int64_t hold : m.holds) {
+        for (const CompareConfig& proto : named) {
+          CompareConfig c = proto;
+          c.options.backend.shared_buffers = size;
+          c.options.clients = n;
+          c.options.hold = hold;
+          m.configs.push_back(std::move(c));
+        }
       }
     }
   }
@@ -108,7 +113,7 @@ const CompareConfig* BaselineOf(const CompareMatrix& matrix, const CompareConfig
   for (const CompareConfig& b : matrix.configs) {
     if (b.aa) continue;
     if (b.options.backend.shared_buffers.bytes == config.options.backend.shared_buffers.bytes &&
-        b.options.clients == config.options.clients && Matches(b, names)) {
+        b.options.clients == config.options.clients && b.options.hold == config.options.hold && Matches(b, names)) {
       return &b;
     }
   }
@@ -117,7 +122,10 @@ const CompareConfig* BaselineOf(const CompareMatrix& matrix, const CompareConfig
 
 const CompareConfig* BaselineAt(const CompareMatrix& matrix, uint64_t shared_buffers_bytes, int clients) {
   for (const CompareConfig& c : matrix.configs) {
-    if (c.aa || c.options.backend.shared_buffers.bytes != shared_buffers_bytes || c.options.clients != clients) continue;
+    if (c.aa || c.options.backend.shared_buffers.bytes != shared_buffers_bytes || c.options.clients != clients ||
+        c.options.hold != matrix.holds.front()) {
+      continue;
+    }
     if (Matches(c, matrix.baseline)) return &c;
   }
   return nullptr;
@@ -128,6 +136,8 @@ void AddRound(CompareConfig& c, const CycleResult& round) {
   c.rates.push_back(s.connections_per_second);
   c.server_rounds.push_back(round.server);
   c.exit_check_us.push_back(s.phases[static_cast<int>(Phase::kExitCheck)].wall_us.median);
+  if (round.hold_open_ns >= 0) c.hold_open_ms.push_back(static_cast<double>(round.hold_open_ns) / 1e6);
+  if (round.held_memory) c.held_memory.push_back(*round.held_memory);
   MergeRound(round, c.merged);
 }
 
@@ -136,6 +146,7 @@ std::string ClientsText(int clients) { return absl::StrCat(clients, clients == 1
 std::string RowName(const CompareMatrix& matrix, const CompareConfig& c) {
   std::string name = absl::StrCat(c.label, " at ", buffers::FormatSize(c.options.backend.shared_buffers.bytes));
   if (matrix.clients.size() > 1) absl::StrAppend(&name, ", ", ClientsText(c.options.clients));
+  if (matrix.holds.size() > 1) absl::StrAppend(&name, ", hold ", c.options.hold);
   return name;
 }
 
@@ -187,12 +198,28 @@ absl::StatusOr<PreciseRun> RunCompare(CompareMatrix& matrix, const Companions& c
 
 namespace {
 
+// The same configuration (its A/A copy's for a copy) at the same
+// shared_buffers and clients holding the first hold's connections.
+const CompareConfig* FewestHeld(const CompareMatrix& matrix, const CompareConfig& config) {
+  for (const CompareConfig& f : matrix.configs) {
+    if (f.aa == config.aa && f.names == config.names && f.options.hold == matrix.holds.front() &&
+        f.options.clients == config.options.clients &&
+        f.options.backend.shared_buffers.bytes == config.options.backend.shared_buffers.bytes) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
 // The cost and rate of every configuration, then of every companion, alone
 // (a configuration that is its own baseline) or against its baseline;
 // `widest` grows to their widest ratio's relative half-width.
 struct ServerRows {
   std::vector<ServerStats> mock;
   std::vector<ServerStats> companions;
+  // Each configuration's cost and rate against itself holding the fewest
+  // (none at the fewest).
+  std::vector<std::optional<RatioEstimate>> cpu_vs_fewest_held, rate_vs_fewest_held;
   double widest = 0;
 };
 
@@ -207,6 +234,19 @@ ServerRows ServerRowsOf(const CompareMatrix& matrix, std::span<const Companion> 
   for (const CompareConfig& c : matrix.configs) {
     const CompareConfig* b = BaselineOf(matrix, c);
     add({c.rates, c.server_rounds}, b == &c ? nullptr : b, rows.mock);
+    std::optional<RatioEstimate> cpu, rate;
+    if (const CompareConfig* f = FewestHeld(matrix, c); f != nullptr && f != &c) {
+      cpu = PairedRatioOfCommonRounds(CpuUsByRound(c.server_rounds), CpuUsByRound(f->server_rounds), Better::kLower);
+      rate = PairedRatioOfCommonRounds(c.rates, f->rates, Better::kHigher);
+      // Held to the precision as the ratios to the baseline are: they are
+      // what a run with holds compares.
+      ServerStats held;
+      held.cpu_vs_baseline = cpu;
+      held.rate_vs_baseline = rate;
+      rows.widest = std::max(rows.widest, WorstHalfWidth(std::span<const ServerStats>(&held, 1)));
+    }
+    rows.cpu_vs_fewest_held.push_back(cpu);
+    rows.rate_vs_fewest_held.push_back(rate);
   }
   for (const Companion& t : companions) add(t.rounds, BaselineAt(matrix, t.shared_buffers_bytes, t.clients), rows.companions);
   return rows;
@@ -276,6 +316,10 @@ CompareStats ComputeCompareStats(const CompareMatrix& matrix, std::span<const Co
     for (const PhaseHistograms& p : c.merged.backends.phases) all += p.cpu_ns.mean();
     const double check = c.merged.backends.phases[static_cast<int>(Phase::kExitCheck)].cpu_ns.mean();
     if (all > 0) r.exit_check_share_percent = 100 * check / all;
+    r.cpu_vs_fewest_held = rows.cpu_vs_fewest_held[i];
+    r.rate_vs_fewest_held = rows.rate_vs_fewest_held[i];
+    if (!c.hold_open_ms.empty()) r.hold_open_ms = MedianWithInterval(c.hold_open_ms);
+    if (!c.held_memory.empty() && c.held_memory.size() == c.rates.size()) r.held_memory = MedianMemory(c.held_memory);
     stats.mock.push_back(std::move(r));
   }
   AaCheck(matrix, stats);

@@ -49,6 +49,11 @@ struct CompareSpec {
   // Connections in flight, each a run of every configuration: conn/s at one
   // client and at saturation.
   std::vector<int> clients = {1};
+  // Connections held beside each run (CycleOptions::hold), each a run of
+  // every configuration: what a configuration costs as more backends live.
+  // A row is compared with its baseline at the same hold, and with itself
+  // at the first hold (CompareRowStats::cpu_vs_fewest_held).
+  std::vector<int64_t> holds = {0};
   // 2 to kNamedDimensions names, layout/exit-check[/catcache[/syscache]];
   // empty: array/always where the matrix has it, else the first
   // configuration's layout/exit-check.
@@ -68,6 +73,8 @@ struct CompareConfig {
   std::vector<double> rates;               // conn/s, one per round
   std::vector<ServerUsage> server_rounds;  // the whole server's usage, one per round
   std::vector<double> exit_check_us;       // the exit check's median wall time, one per round
+  std::vector<double> hold_open_ms;        // with a hold: the time to open the held connections, one per round
+  std::vector<ProcessMemory> held_memory;  // with a hold: the median held backend's memory, one per round it was read
   CycleResult merged;                      // the records of every round, for the summary
   std::string failure;                     // the first run that did not end cleanly, if any
 };
@@ -76,6 +83,7 @@ struct CompareMatrix {
   std::vector<CompareConfig> configs;         // shared_buffers-major, then clients, layouts, exit-checks, catcaches, syscaches
   std::vector<buffers::SharedBuffers> sizes;  // as listed
   std::vector<int> clients;                   // as listed
+  std::vector<int64_t> holds;                 // as listed
   std::vector<std::string> baseline;          // 2 to kNamedDimensions names
   std::string baseline_label;                 // "array/always"
 };
@@ -85,12 +93,13 @@ struct CompareMatrix {
 // (ValidateCycleOptions), a baseline of the wrong length or not in the matrix.
 absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec);
 
-// The baseline of `config`: the configuration at the same shared_buffers
-// and clients whose names are the baseline's, and `config`'s own where the
+// The baseline of `config`: the configuration at the same shared_buffers,
+// clients and hold whose names are the baseline's, and `config`'s own where the
 // baseline does not name one (never the A/A copy). Null if there is none.
 const CompareConfig* BaselineOf(const CompareMatrix& matrix, const CompareConfig& config);
 
-// The baseline at `shared_buffers_bytes` and `clients`, for a companion.
+// The baseline at `shared_buffers_bytes` and `clients` (and the first
+// hold), for a companion.
 const CompareConfig* BaselineAt(const CompareMatrix& matrix, uint64_t shared_buffers_bytes, int clients);
 
 // One round's run of configuration `c` added to its rounds.
@@ -100,7 +109,8 @@ void AddRound(CompareConfig& c, const CycleResult& round);
 std::string ClientsText(int clients);
 
 // "hash/always at 128MB", and ", 4 clients" where the matrix has more than
-// one clients entry: a configuration's name in messages.
+// one clients entry, ", hold 1024" where it has more than one hold: a
+// configuration's name in messages.
 std::string RowName(const CompareMatrix& matrix, const CompareConfig& config);
 
 // A server of another harness, measured in the matrix's rounds: where it
@@ -155,6 +165,15 @@ struct CompareRowStats {
   std::optional<CycleSummary> summary;
   std::optional<RatioEstimate> exit_vs_baseline;
   std::optional<double> exit_check_share_percent;
+  // Against the same configuration at the same shared_buffers and clients
+  // holding the first --hold entry's connections, paired within rounds
+  // (none at the first hold, and for a companion); the time to open the
+  // held connections and the held backends' memory (medians over the
+  // rounds; none without a hold).
+  std::optional<RatioEstimate> cpu_vs_fewest_held;
+  std::optional<RatioEstimate> rate_vs_fewest_held;
+  std::optional<MedianEstimate> hold_open_ms;
+  std::optional<ProcessMemory> held_memory;
 };
 
 struct CompareStats {

@@ -21,12 +21,6 @@ std::vector<double> PerConnection(const PgTargetResult& t) {
   return v;
 }
 
-int64_t MedianOf(const std::vector<ProcessMemory>& rounds, int64_t ProcessMemory::*field) {
-  std::vector<double> v;
-  for (const ProcessMemory& m : rounds) v.push_back(static_cast<double>(m.*field));
-  return static_cast<int64_t>(MedianWithInterval(v).median);
-}
-
 }  // namespace
 
 std::vector<HoldStats> ComputeHoldStats(std::span<const PgTargetResult> targets) {
@@ -53,9 +47,7 @@ std::vector<HoldStats> ComputeHoldStats(std::span<const PgTargetResult> targets)
       h.per_connection_vs_fewest = PairedRatioOfCommonRounds(per, PerConnection(targets[h.fewest]), Better::kLower);
     }
     if (!t.held_memory.empty() && t.held_memory.size() == t.rates.size()) {
-      h.memory = ProcessMemory{MedianOf(t.held_memory, &ProcessMemory::rss_kb), MedianOf(t.held_memory, &ProcessMemory::pss_kb),
-                               MedianOf(t.held_memory, &ProcessMemory::private_kb),
-                               MedianOf(t.held_memory, &ProcessMemory::page_tables_kb)};
+      h.memory = MedianMemory(t.held_memory);
     }
   }
   return stats;

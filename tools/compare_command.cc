@@ -108,6 +108,7 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   }
   header["shared"] = ConfigJson(request->base);
   header["shared"]["clients"] = matrix.clients;
+  header["shared"]["holds"] = matrix.holds;
   if (!targets.empty()) header["pg"] = PgHeader(targets[0]);
   report.SetHeader(header);
 

@@ -29,6 +29,7 @@ constexpr FlagSpec kFlags[] = {
     {"syscaches", "pg17", "syscache profiles: pg90, pg17"},
     {"mode", "fork", "fork or inproc"},
     {"clients", "1", "connections in flight at once; a list (1,4) measures every configuration at each, conn/s at one client and at saturation (>= 2 x cores)"},
+    {"hold", "0", "connections held, idle, beside each run; a list (0,1024) measures every configuration at each, each against itself at the first"},
     {"connections", "10", "measured connections per configuration and round"},
     {"rounds", "1000", "at most this many interleaved rounds"},
     {"precision", "2", "percent: rounds go on until every cost and rate ratio's 95 % interval is within +-this of it (0: every round runs)"},
@@ -122,6 +123,9 @@ absl::StatusOr<lifecycle::CompareSpec> SpecFromFlags(const Flags& flags, const l
   absl::StatusOr<std::vector<int64_t>> clients = flags.GetIntList("clients", 1, lifecycle::kMaxClients);
   if (!clients.ok()) return clients.status();
   spec.clients.assign(clients->begin(), clients->end());
+  absl::StatusOr<std::vector<int64_t>> holds = flags.GetIntList("hold", 0, lifecycle::kMaxHold);
+  if (!holds.ok()) return holds.status();
+  spec.holds = *holds;
   if (flags.Has("baseline")) {
     absl::StatusOr<std::vector<std::string>> baseline = ParseBaseline(flags.Get("baseline"));
     if (!baseline.ok()) return baseline.status();

@@ -20,8 +20,9 @@ using lifecycle::CompareMatrix;
 using lifecycle::CompareRowStats;
 using lifecycle::CompareStats;
 
-// The clients column is in the text where the run had more than one.
-std::vector<Column> CompareColumns(bool clients_in_text) {
+// The clients and hold columns are in the text where the run had more
+// than one of them.
+std::vector<Column> CompareColumns(bool clients_in_text, bool holds_in_text) {
   return {{"config", "config"},
           {"layout", ""},
           {"exit_check", ""},
@@ -31,6 +32,7 @@ std::vector<Column> CompareColumns(bool clients_in_text) {
           {"shared_buffers", "shared_buffers"},
           {"shared_buffers_bytes", ""},
           {"clients", clients_in_text ? "clients" : ""},
+          {"hold", holds_in_text ? "hold" : ""},
           {"cpu_us_per_connection", "CPU us/conn", 0, ColumnKind::kMedian},
           {"cpu_us_per_connection_vs_baseline", "CPU vs base", 2, ColumnKind::kRatio},
           {"connections_per_second", "conn/s", 0, ColumnKind::kMedian},
@@ -40,6 +42,14 @@ std::vector<Column> CompareColumns(bool clients_in_text) {
           {"exit_check_minor_faults", "exit faults", 0},
           {"exit_check_share", "exit % CPU", 1},
           {"exit_check_us_vs_baseline", "exit vs base", 2, ColumnKind::kRatio},
+          // Against itself holding the fewest (--hold), and what the held ones took.
+          {"cpu_us_per_connection_vs_fewest_held", holds_in_text ? "CPU vs fewest held" : "", 2, ColumnKind::kRatio},
+          {"connections_per_second_vs_fewest_held", "", 2, ColumnKind::kRatio},
+          {"hold_open_ms", "", 1, ColumnKind::kMedian},
+          {"held_private_kb", ""},
+          {"held_pss_kb", ""},
+          {"held_rss_kb", ""},
+          {"held_page_tables_kb", ""},
           {"teardown_us", "", 1},
           {"reap_us", "", 1},
           {"backends_crashed", ""},
@@ -62,13 +72,14 @@ Cell RatioOf(const std::optional<RatioEstimate>& r, bool is_baseline, double pre
 // The cells every row starts with: names, A/A, size, clients, cost and
 // rate with their ratios, x floor.
 std::vector<Cell> LeadingCells(const std::array<std::string, 5>& names, bool aa, uint64_t bytes, int clients,
-                               const CompareRowStats& r, double precision) {
+                               int64_t hold, const CompareRowStats& r, double precision) {
   std::vector<Cell> row;
   for (const std::string& text : names) row.emplace_back(std::in_place_type<std::string>, text);
   row.push_back(Boolean{aa});
   row.emplace_back(std::in_place_type<std::string>, buffers::FormatSize(bytes));
   row.push_back(static_cast<int64_t>(bytes));
   row.push_back(static_cast<int64_t>(clients));
+  row.push_back(hold);
   const ServerStats& s = r.server;
   row.push_back(s.has_cpu ? Cell(EstimateOf(s.cpu_us)) : Cell(std::monostate{}));
   row.push_back(s.has_cpu ? RatioOf(s.cpu_vs_baseline, r.is_baseline, precision) : Cell(std::monostate{}));
@@ -81,7 +92,7 @@ std::vector<Cell> LeadingCells(const std::array<std::string, 5>& names, bool aa,
 }  // namespace
 
 Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std::span<const pgreal::PgTargetResult> targets) {
-  const std::vector<Column> columns = CompareColumns(matrix.clients.size() > 1);
+  const std::vector<Column> columns = CompareColumns(matrix.clients.size() > 1, matrix.holds.size() > 1);
   Report report(columns);
   for (size_t i = 0; i < matrix.configs.size(); ++i) {
     const CompareConfig& c = matrix.configs[i];
@@ -89,11 +100,20 @@ Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std
     const lifecycle::CycleSummary& s = *r.summary;
     const lifecycle::PhaseStats& exit = s.phases[static_cast<int>(lifecycle::Phase::kExitCheck)];
     std::vector<Cell> row = LeadingCells({c.label, c.names[0], c.names[1], c.names[2], c.names[3]}, c.aa,
-                                         c.options.backend.shared_buffers.bytes, c.options.clients, r, stats.precision);
+                                         c.options.backend.shared_buffers.bytes, c.options.clients, c.options.hold, r,
+                                         stats.precision);
     row.push_back(exit.wall_us.median);
     row.push_back(exit.minor_faults);
     row.push_back(OptionalCell(r.exit_check_share_percent));
     row.push_back(RatioOf(r.exit_vs_baseline, r.is_baseline, 0));
+    const bool fewest = c.options.hold == matrix.holds.front();
+    row.push_back(RatioOf(r.cpu_vs_fewest_held, fewest, 0));
+    row.push_back(RatioOf(r.rate_vs_fewest_held, fewest, 0));
+    row.push_back(r.hold_open_ms ? Cell(EstimateOf(*r.hold_open_ms)) : Cell(std::monostate{}));
+    for (int64_t ProcessMemory::*field : {&ProcessMemory::private_kb, &ProcessMemory::pss_kb, &ProcessMemory::rss_kb,
+                                          &ProcessMemory::page_tables_kb}) {
+      row.push_back(r.held_memory ? Cell((*r.held_memory).*field) : Cell(std::monostate{}));
+    }
     row.push_back(s.phases[static_cast<int>(lifecycle::Phase::kTeardown)].wall_us.median);
     row.push_back(s.phases[static_cast<int>(lifecycle::Phase::kReap)].wall_us.median);
     row.push_back(s.crashed);
@@ -106,8 +126,8 @@ Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std
   for (size_t i = 0; i < targets.size(); ++i) {
     const pgreal::PgTargetResult& t = targets[i];
     std::vector<Cell> row = LeadingCells({pgreal::ServerName(t), "", "", "", ""}, false,
-                                         static_cast<uint64_t>(t.shared_buffers_bytes), t.clients, stats.companions[i],
-                                         stats.precision);
+                                         static_cast<uint64_t>(t.shared_buffers_bytes), t.clients, matrix.holds.front(),
+                                         stats.companions[i], stats.precision);
     // A real backend's phases are `pg --profile`'s: the exit columns stay empty.
     for (size_t k = row.size(); k + 3 < columns.size(); ++k) row.push_back(std::monostate{});
     row.push_back(Values(CpuUsByRound(t.server_rounds)));
@@ -132,6 +152,11 @@ void PrintCompareNotes(const CompareMatrix& matrix, const CompareStats& stats, b
          "faster or slower where the interval excludes 1, ~ where it covers 1 (no difference this run\n"
          "can resolve). x floor: conn/s over the bare fork+exit+wait rate measured in the same runs;\n"
          "exit: the exit check's median us, faults and share of a backend's CPU.\n";
+  if (matrix.holds.size() > 1) {
+    out << "hold: connections held, idle, beside each run (their backends' lives in no figure of the run's);\n"
+           "CPU vs fewest held: the row's cost over the same configuration's holding "
+        << matrix.holds.front() << ", paired within rounds.\n";
+  }
   if (stats.precision > 0) {
     out << absl::StrFormat("precision: every cost and rate ratio within +-%.3g %% ", 100 * stats.precision)
         << (stats.precise ? "reached" : "NOT reached")
@@ -173,8 +198,9 @@ LineChart CostChart(const CompareMatrix& matrix, const CompareStats& stats, std:
                   {}};
   const std::vector<buffers::SharedBuffers>& sizes = matrix.sizes;
   for (const buffers::SharedBuffers& s : sizes) chart.x_positions.push_back(buffers::FormatSize(s.bytes));
-  auto add = [&](std::string label, uint64_t bytes, int clients, const CompareRowStats& r) {
+  auto add = [&](std::string label, uint64_t bytes, int clients, int64_t hold, const CompareRowStats& r) {
     if (matrix.clients.size() > 1) absl::StrAppend(&label, ", ", lifecycle::ClientsText(clients));
+    if (matrix.holds.size() > 1) absl::StrAppend(&label, ", hold ", hold);
     auto series = std::find_if(chart.series.begin(), chart.series.end(), [&](const ChartSeries& s) { return s.name == label; });
     if (series == chart.series.end()) series = chart.series.insert(series, {label, std::vector<std::optional<double>>(sizes.size())});
     const size_t x = static_cast<size_t>(
@@ -184,11 +210,11 @@ LineChart CostChart(const CompareMatrix& matrix, const CompareStats& stats, std:
   };
   for (size_t i = 0; i < matrix.configs.size(); ++i) {
     const CompareConfig& c = matrix.configs[i];
-    add(c.label, c.options.backend.shared_buffers.bytes, c.options.clients, stats.mock[i]);
+    add(c.label, c.options.backend.shared_buffers.bytes, c.options.clients, c.options.hold, stats.mock[i]);
   }
   for (size_t i = 0; i < targets.size(); ++i) {
     add(pgreal::ServerName(targets[i]), static_cast<uint64_t>(targets[i].shared_buffers_bytes), targets[i].clients,
-        stats.companions[i]);
+        matrix.holds.front(), stats.companions[i]);
   }
   return chart;
 }

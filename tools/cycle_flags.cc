@@ -93,10 +93,15 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
     if (!v.ok()) return v.status();
     clients = *v;
   }
+  // compare lists its holds as it lists its clients: a dimension of its own.
+  if (with_configuration && flags.Has("hold")) {
+    absl::StatusOr<int64_t> v = flags.GetInt("hold", 0, lifecycle::kMaxHold);
+    if (!v.ok()) return v.status();
+    o.hold = *v;
+  }
   const IntFlag ints[] = {
       {"connections", 1, 100'000'000, &o.connections},
       {"warmup", 0, 1'000'000, &o.warmup},
-      {"hold", 0, lifecycle::kMaxHold, &o.hold},
       {"work-pins", 0, 1'000'000'000, &b.work_pins},
       {"work-lookups", 0, 100'000'000, &b.work_lookups},
       {"queries", 0, 1'000'000, &b.queries},

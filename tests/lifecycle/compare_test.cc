@@ -195,6 +195,43 @@ TEST(CompareStatsTest, TheAaCheckHoldsTheRunsAaRatiosTo95PercentTogether) {
   EXPECT_EQ(ComputeCompareStats(*m, {}, 0).aa_failures, std::vector<std::string>{"array/always#2 at 128MB"});
 }
 
+// Holds are where a configuration runs, as clients are: every
+// configuration at each, compared with its baseline at the same hold and
+// with itself at the first hold, paired round by round.
+TEST(CompareStatsTest, EachHoldIsComparedWithTheBaselineThereAndWithItselfHoldingTheFewest) {
+  CompareSpec spec = Spec();
+  spec.shared_buffers.resize(1);
+  spec.catcaches.resize(1);
+  spec.clients = {1};
+  spec.holds = {0, 100};
+  absl::StatusOr<CompareMatrix> m = BuildCompareMatrix(spec);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(Labels(*m), (std::vector<std::string>{"array/always at 128MB, hold 0", "hash/always at 128MB, hold 0",
+                                                   "array/always at 128MB, hold 100", "hash/always at 128MB, hold 100"}));
+  EXPECT_EQ(BaselineOf(*m, m->configs[3]), &m->configs[2]) << "the baseline at the same hold";
+  EXPECT_EQ(BaselineAt(*m, 128 << 20, 1), &m->configs[0]) << "a companion's, at the first hold";
+  Rounds(m->configs[0], {100, 200}, {10, 20});
+  Rounds(m->configs[1], {100, 200}, {10, 20});
+  Rounds(m->configs[2], {50, 100}, {15, 30});  // 1.5x array/always's CPU at hold 0 in both rounds
+  Rounds(m->configs[3], {50, 100}, {12, 26});  // 1.2x and 1.3x hash/always's
+  m->configs[3].hold_open_ms = {40, 60};
+  m->configs[3].held_memory = {{3000, 200, 150, 140}, {3400, 220, 160, 150}};
+  const CompareStats stats = ComputeCompareStats(*m, {}, 0);
+  EXPECT_FALSE(stats.mock[1].cpu_vs_fewest_held.has_value()) << "at the first hold: itself";
+  ASSERT_TRUE(stats.mock[2].cpu_vs_fewest_held && stats.mock[3].cpu_vs_fewest_held);
+  EXPECT_NEAR(stats.mock[2].cpu_vs_fewest_held->ratio, 1.5, 1e-9);
+  EXPECT_NEAR(stats.mock[3].cpu_vs_fewest_held->ratio, std::sqrt(1.2 * 1.3), 1e-9);
+  EXPECT_NEAR(stats.mock[3].rate_vs_fewest_held->ratio, 0.5, 1e-9);
+  ASSERT_TRUE(stats.mock[3].server.cpu_vs_baseline);
+  EXPECT_NEAR(stats.mock[3].server.cpu_vs_baseline->ratio, std::sqrt(12.0 / 15 * 26 / 30), 1e-9);
+  ASSERT_TRUE(stats.mock[3].hold_open_ms && stats.mock[3].held_memory);
+  EXPECT_DOUBLE_EQ(stats.mock[3].hold_open_ms->median, 50);
+  EXPECT_EQ(stats.mock[3].held_memory->private_kb, 155);
+  // The hold ratios are held to the precision too: hash's spread is the widest.
+  const RatioEstimate& widest = *stats.mock[3].cpu_vs_fewest_held;
+  EXPECT_GE(stats.worst_half_width, widest.interval.RelativeHalfWidth(widest.ratio));
+}
+
 TEST(CompareRunTest, EveryConfigurationAndCompanionOncePerRound) {
   CompareSpec spec;
   spec.base.mode = Mode::kInproc;
