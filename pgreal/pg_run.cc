@@ -251,6 +251,9 @@ absl::Status MeasureOnce(const PgRunOptions& options, const std::string& conninf
     target.server_rounds.clear();
   }
   target.rates.push_back(result->connections_per_second());
+  const double measured = static_cast<double>(std::max<int64_t>(result->connections, 1));
+  target.client_cpu_us.push_back(static_cast<double>(result->client.cpu_ns) / 1e3 / measured);
+  target.connect_p50_us.push_back(result->connect_ns.Summarize(1e-3).median);
   target.loop.connect_ns.Merge(result->connect_ns);
   target.loop.connection_ns.Merge(result->connection_ns);
   target.loop.connections += result->connections;
@@ -798,6 +801,25 @@ std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets)
   return stats;
 }
 
+std::vector<ClientStats> ComputeClientStats(std::span<const PgTargetResult> targets) {
+  std::vector<ClientStats> stats;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const PgTargetResult& t = targets[i];
+    ClientStats c;
+    c.cpu_us = MedianWithInterval(t.client_cpu_us);
+    c.connect_p50_us = MedianWithInterval(t.connect_p50_us);
+    const size_t b = BaselineOf(targets, i);
+    if (b == i) {
+      c.cpu_vs_baseline = c.connect_vs_baseline = SelfRatio(static_cast<int>(t.rates.size()));
+    } else {
+      c.cpu_vs_baseline = PairedRatioOfCommonRounds(t.client_cpu_us, targets[b].client_cpu_us, Better::kLower);
+      c.connect_vs_baseline = PairedRatioOfCommonRounds(t.connect_p50_us, targets[b].connect_p50_us, Better::kLower);
+    }
+    stats.push_back(c);
+  }
+  return stats;
+}
+
 std::vector<ServerClock> ComputeServerClocks(std::span<const PgTargetResult> targets,
                                              std::span<const ServerStats> stats) {
   std::vector<ServerClock> clocks;
@@ -954,6 +976,7 @@ absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
     result->run = run;
     result->compared = compared;
     result->stats = ComputePgStats(result->targets);
+    result->client_stats = ComputeClientStats(result->targets);
     result->clocks = ComputeServerClocks(result->targets, result->stats);
     result->profile_changes = ComputeProfileChanges(result->targets, result->stats);
     result->holds = ComputeHoldStats(result->targets);

@@ -132,6 +132,11 @@ struct PgTargetResult {
   Settings settings;                 // as passed to the server
   std::string kept_directory;        // with ServerOptions::keep: where the server's directory was left
   std::vector<double> rates;         // conn/s, one per round
+  // The client's side, one per round: the tool's CPU per measured
+  // connection (libpq's, with SCRAM its key derivation), and the median
+  // connect latency, us.
+  std::vector<double> client_cpu_us;
+  std::vector<double> connect_p50_us;
   // The server's usage in each round (base/server_usage.h), as the mock's:
   // the postmaster and every backend it reaped, over every connection it
   // served while counted (each round's warm-up too: the counters run from
@@ -229,11 +234,22 @@ struct ProfileChange {
 };
 inline constexpr double kGoneSharePercent = 1.0;
 
+// A row's client side over the rounds, and against its baseline's
+// (BaselineOf), paired within rounds (a baseline's own: SelfRatio).
+struct ClientStats {
+  MedianEstimate cpu_us;
+  MedianEstimate connect_p50_us;
+  std::optional<RatioEstimate> cpu_vs_baseline;      // lower is faster
+  std::optional<RatioEstimate> connect_vs_baseline;  // lower is faster
+};
+std::vector<ClientStats> ComputeClientStats(std::span<const PgTargetResult> targets);
+
 struct PgResult {
   std::vector<PgTargetResult> targets;
   PreciseRun run;                 // how the rounds ended
   bool compared = false;          // some target has a baseline other than itself: there are ratios
   std::vector<ServerStats> stats;  // RunPg: ComputePgStats of the targets, once the rounds ended
+  std::vector<ClientStats> client_stats;  // RunPg: ComputeClientStats
   std::vector<ServerClock> clocks;  // RunPg: ComputeServerClocks, one per target
   std::vector<ProfileChange> profile_changes;  // RunPg: ComputeProfileChanges
   std::vector<HoldStats> holds;     // RunPg: ComputeHoldStats, one per target

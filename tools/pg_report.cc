@@ -36,7 +36,9 @@ Report PgTable(const pgreal::PgResult& result, double precision) {
                  {"connect_p50_us", "connect p50"},
                  {"connect_p90_us", "p90"},
                  {"connect_p99_us", "p99"},
-                 {"client_cpu_us", "client CPU us"},
+                 {"client_cpu_us", "client CPU us", 1, ColumnKind::kMedian},
+                 {"client_cpu_us_vs_baseline", "", 2, ColumnKind::kRatio},
+                 {"connect_p50_us_vs_baseline", "", 2, ColumnKind::kRatio},
                  {"server_cpu_us", "server CPU us", 0, ColumnKind::kMedian},
                  {"server_cpu_us_vs_baseline", "CPU vs base", 2, ColumnKind::kRatio},
                  // The postmaster's own share, and the conn/s it caps a server at.
@@ -83,7 +85,9 @@ Report PgTable(const pgreal::PgResult& result, double precision) {
                  {"rounds_server_cpu_us", ""},
                  {"rounds_connections_per_second", ""},
                  {"rounds_postmaster_cpu_us", ""},
-                 {"rounds_hold_open_ms", ""}});
+                 {"rounds_hold_open_ms", ""},
+                 {"rounds_client_cpu_us", ""},
+                 {"rounds_connect_p50_us", ""}});
   for (size_t i = 0; i < result.targets.size(); ++i) {
     const pgreal::PgTargetResult& t = result.targets[i];
     const ServerStats& st = result.stats[i];
@@ -103,7 +107,8 @@ Report PgTable(const pgreal::PgResult& result, double precision) {
     report.AddRow({t.label, int64_t{t.clients}, t.installation.version, t.installation.build,
                    t.shared_buffers_bytes > 0 ? Cell{t.shared_buffers_bytes} : Cell{}, EstimateOf(st.rate),
                    RatioCell(st.rate_vs_baseline, precision), rate > 0 ? Cell{1e6 / rate} : Cell{}, connect.median, connect.p90,
-                   connect.p99, PerConnectionCell(t.loop.client.cpu_ns, n, 1e-3),
+                   connect.p99, EstimateOf(result.client_stats[i].cpu_us),
+                   RatioCell(result.client_stats[i].cpu_vs_baseline), RatioCell(result.client_stats[i].connect_vs_baseline),
                    st.has_cpu ? Cell{EstimateOf(st.cpu_us)} : Cell{}, RatioCell(st.cpu_vs_baseline, precision),
                    st.has_postmaster_cpu ? Cell{EstimateOf(st.postmaster_cpu_us)} : Cell{},
                    st.has_postmaster_cpu ? Cell{EstimateOf(st.ceiling)} : Cell{},
@@ -127,7 +132,7 @@ Report PgTable(const pgreal::PgResult& result, double precision) {
                    t.kept_directory.empty() ? Cell{} : Cell{t.kept_directory}, Values(CpuUsByRound(t.server_rounds)),
                    Values(t.rates),
                    Values(PerRound(t.server_rounds, [](const PerConnection& p) { return p.postmaster_cpu_us; })),
-                   Values(t.hold_open_ms)});
+                   Values(t.hold_open_ms), Values(t.client_cpu_us), Values(t.connect_p50_us)});
   }
   return report;
 }
@@ -295,6 +300,29 @@ std::string BoundText(std::string_view bound, int cpus) {
 }  // namespace
 
 void PrintManyConnections(const pgreal::PgResult& result, int cpus, std::ostream& out) {
+  bool over_tcp = false;
+  for (const pgreal::PgTargetResult& t : result.targets) over_tcp = over_tcp || t.transport != pgreal::Transport::kUnix;
+  if (over_tcp) {
+    Report table({{"server", "server"},
+                  {"server_cpu", "server CPU us", 0, ColumnKind::kMedian},
+                  {"server_vs", "vs base", 2, ColumnKind::kRatio},
+                  {"client_cpu", "client CPU us", 0, ColumnKind::kMedian},
+                  {"client_vs", "vs base", 2, ColumnKind::kRatio},
+                  {"connect", "connect p50 us", 0, ColumnKind::kMedian},
+                  {"connect_vs", "vs base", 2, ColumnKind::kRatio}});
+    for (size_t i = 0; i < result.targets.size(); ++i) {
+      const ServerStats& st = result.stats[i];
+      const pgreal::ClientStats& c = result.client_stats[i];
+      table.AddRow({result.targets[i].label, st.has_cpu ? Cell{EstimateOf(st.cpu_us)} : Cell{},
+                    RatioCell(st.cpu_vs_baseline), EstimateOf(c.cpu_us), RatioCell(c.cpu_vs_baseline),
+                    EstimateOf(c.connect_p50_us), RatioCell(c.connect_vs_baseline)});
+    }
+    out << "\nwhat a connection costs each side, by transport (--tcp, --ssl), per connection:\n";
+    table.PrintText(out);
+    out << "each round's figure, median [95 % interval]; vs base: over the same server's Unix-socket row (or the row's\n"
+           "  own base), paired in the rounds. client CPU: the tool's libpq, with SCRAM its key derivation; connect:\n"
+           "  each round's median PQconnectStart to CONNECTION_OK.\n";
+  }
   bool held = false;
   for (const pgreal::PgTargetResult& t : result.targets) held = held || t.hold > 0;
   if (held) {
