@@ -161,13 +161,12 @@ std::optional<ProcessMemory> MedianProcessMemory(std::span<const pid_t> pids) {
   return MedianMemory(each);
 }
 
-std::vector<pid_t> ChildrenOf(pid_t pid) {
-  std::vector<pid_t> children;
+std::vector<ProcessEntry> ProcessTable() {
+  std::vector<ProcessEntry> all;
   DIR* dir = opendir("/proc");
-  if (dir == nullptr) return children;
+  if (dir == nullptr) return all;
   while (const dirent* e = readdir(dir)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    // One read() a process: thousands are looked at in a few milliseconds.
     const int fd = open(absl::StrCat("/proc/", e->d_name, "/stat").c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;
     char buf[512];
@@ -175,15 +174,26 @@ std::vector<pid_t> ChildrenOf(pid_t pid) {
     close(fd);
     if (n <= 0) continue;
     buf[n] = '\0';
-    // After the comm, which may hold spaces and parentheses: state, ppid.
+    // After the comm, which may hold spaces and parentheses.
     const char* after = std::strrchr(buf, ')');
-    char state = 0;
-    int ppid = 0;
-    if (after != nullptr && std::sscanf(after + 1, " %c %d", &state, &ppid) == 2 && ppid == pid) {
-      children.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+    ProcessEntry p;
+    p.pid = static_cast<pid_t>(std::atoi(e->d_name));
+    int ppid = 0, pgrp = 0;
+    if (after != nullptr && std::sscanf(after + 1, " %c %d %d", &p.state, &ppid, &pgrp) == 3) {
+      p.ppid = ppid;
+      p.pgrp = pgrp;
+      all.push_back(p);
     }
   }
   closedir(dir);
+  return all;
+}
+
+std::vector<pid_t> ChildrenOf(pid_t pid) {
+  std::vector<pid_t> children;
+  for (const ProcessEntry& p : ProcessTable()) {
+    if (p.ppid == pid) children.push_back(p.pid);
+  }
   return children;
 }
 

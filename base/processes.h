@@ -62,8 +62,18 @@ std::optional<ProcessMemory> MedianProcessMemory(std::span<const pid_t> pids);
 // field; none if there is none.
 std::optional<ProcessMemory> MedianMemory(std::span<const ProcessMemory> rounds);
 
-// The pids whose parent is `pid`, from /proc (empty if none or unreadable):
-// every process on the host is looked at, milliseconds with thousands.
+// A process as its /proc/PID/stat has it.
+struct ProcessEntry {
+  pid_t pid = 0;
+  char state = 0;  // 'R', 'S', ..., 'Z' for a zombie
+  pid_t ppid = 0;
+  pid_t pgrp = 0;
+};
+// Every process on the host, one read() of /proc/PID/stat each: thousands
+// in a few milliseconds. A process that ends meanwhile is left out.
+std::vector<ProcessEntry> ProcessTable();
+
+// The pids whose parent is `pid` (empty if none or unreadable).
 std::vector<pid_t> ChildrenOf(pid_t pid);
 
 }  // namespace backendlab

@@ -851,29 +851,30 @@ std::vector<ServerClock> ComputeServerClocks(std::span<const PgTargetResult> tar
 
 namespace {
 
-// The functions whose share of the server's CPU per connection grew most
-// from `stock` to `changed` (whose rows' median CPU per connection are
+// The functions whose own share of the server's CPU per connection grew
+// most from `stock` to `changed` (whose rows' median CPU per connection are
 // `stock_cpu_us` and `changed_cpu_us`; negative: not counted, no list).
 std::vector<FunctionChange> GrownFunctions(const ServerProfile& stock, const ServerProfile& changed,
                                            double stock_cpu_us, double changed_cpu_us) {
   if (stock_cpu_us < 0 || changed_cpu_us < 0) return {};
   absl::flat_hash_map<std::string, FunctionChange> by_name;
-  auto add = [&](const ServerProfile& p, double cpu_us, double FunctionChange::*field) {
+  auto add = [&](const ServerProfile& p, double cpu_us, double FunctionChange::*self, double FunctionChange::*total) {
+    const double per_sample = cpu_us / static_cast<double>(p.server_samples);
     for (const profiling::FunctionSamples& f : p.stacks.TopN(std::numeric_limits<size_t>::max())) {
       FunctionChange& c = by_name[f.name];
       c.name = f.name;
-      c.*field = cpu_us * static_cast<double>(f.total) / static_cast<double>(p.server_samples);
+      c.*self = per_sample * static_cast<double>(f.self);
+      c.*total = per_sample * static_cast<double>(f.total);
     }
   };
-  add(stock, stock_cpu_us, &FunctionChange::stock_us);
-  add(changed, changed_cpu_us, &FunctionChange::changed_us);
+  add(stock, stock_cpu_us, &FunctionChange::stock_self_us, &FunctionChange::stock_us);
+  add(changed, changed_cpu_us, &FunctionChange::changed_self_us, &FunctionChange::changed_us);
   std::vector<FunctionChange> grown;
   for (auto& [name, c] : by_name) {
-    // A process role (the stack's root frame) is no function.
-    if (c.changed_us > c.stock_us && name != kPostmasterRole && name != kBackendRole) grown.push_back(c);
+    if (c.changed_self_us > c.stock_self_us) grown.push_back(c);
   }
   std::sort(grown.begin(), grown.end(), [](const FunctionChange& x, const FunctionChange& y) {
-    const double dx = x.changed_us - x.stock_us, dy = y.changed_us - y.stock_us;
+    const double dx = x.changed_self_us - x.stock_self_us, dy = y.changed_self_us - y.stock_self_us;
     return dx != dy ? dx > dy : x.name < y.name;
   });
   if (grown.size() > kGrownFunctions) grown.resize(kGrownFunctions);

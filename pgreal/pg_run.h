@@ -196,11 +196,14 @@ struct ServerClock {
 };
 
 // A function's share of a row's server CPU per connection, beside its
-// baseline's: its samples (anywhere on the stack) over the server's, times
-// the row's median CPU per connection.
+// baseline's: its samples over the server's, times the row's median CPU
+// per connection; self: where it is the leaf frame, total: anywhere on the
+// stack.
 struct FunctionChange {
   std::string name;
-  double stock_us = 0;
+  double stock_self_us = 0;
+  double changed_self_us = 0;
+  double stock_us = 0;  // total
   double changed_us = 0;
 };
 inline constexpr size_t kGrownFunctions = 10;
@@ -227,9 +230,10 @@ struct ProfileChange {
   // the stock backends' samples (anywhere on the stack), on none of the
   // what-if's. The stock's figures, most total samples first.
   std::vector<profiling::FunctionSamples> gone;
-  // The kGrownFunctions functions whose CPU per connection grew most, every
-  // process's (the postmaster's too), most first; only those that grew.
-  // Empty where either row's CPU was not counted.
+  // The kGrownFunctions functions whose own CPU per connection (self: as the
+  // leaf frame) grew most, every process's (the postmaster's too), most
+  // first; only those that grew. Empty where either row's CPU was not
+  // counted. (By total, a stack's root frames would lead every list.)
   std::vector<FunctionChange> grown;
 };
 inline constexpr double kGoneSharePercent = 1.0;

@@ -240,14 +240,19 @@ absl::Status ReportPgProfiles(const pgreal::PgResult& result, const std::string&
     }
     nlohmann::json grown = nlohmann::json::array();
     if (!c.grown.empty()) {
-      out << "grew most: server CPU per connection a function's samples are given (anywhere on the stack, every\n"
-             "process's), "
-          << base << " -> " << row << ":\n";
+      out << "grew most, by its own samples (the leaf frame; every process's): server CPU per connection they are\n"
+             "given, "
+          << base << " -> " << row << ", self and total (anywhere on the stack):\n";
     }
     for (const pgreal::FunctionChange& f : c.grown) {
-      out << absl::StrFormat("  %-40s %8.0f -> %8.0f us  %+8.0f\n", f.name, f.stock_us, f.changed_us,
-                             f.changed_us - f.stock_us);
-      grown.push_back({{"name", f.name}, {"stock_us", f.stock_us}, {"changed_us", f.changed_us}});
+      out << absl::StrFormat("  %-36s self %7.0f -> %7.0f us %+7.0f   total %7.0f -> %7.0f us\n", f.name,
+                             f.stock_self_us, f.changed_self_us, f.changed_self_us - f.stock_self_us, f.stock_us,
+                             f.changed_us);
+      grown.push_back({{"name", f.name},
+                       {"stock_self_us", f.stock_self_us},
+                       {"changed_self_us", f.changed_self_us},
+                       {"stock_us", f.stock_us},
+                       {"changed_us", f.changed_us}});
     }
     changes[absl::StrCat(t.label, " (", c.profiler, ")")] = {
         {"baseline", b.label}, {"profiler", c.profiler}, {"phases", phases}, {"gone", gone}, {"grown", grown}};

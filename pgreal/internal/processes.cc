@@ -1,7 +1,6 @@
 // Spawning commands as another user, /proc figures and recursive removal.
 #include "pgreal/internal/processes.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
@@ -26,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "base/interleaved.h"
 #include "base/interrupt.h"
+#include "base/processes.h"
 #include "base/resource_usage.h"
 #include "base/signal_safe.h"
 
@@ -135,47 +135,11 @@ namespace {
 
 // Every process of /proc, as far as its stat can be read, with the fields
 // this file looks at: state, parent, process group.
-struct ProcStat {
-  pid_t pid = 0;
-  char state = 0;
-  pid_t ppid = 0;
-  pid_t pgrp = 0;
-};
-
-std::vector<ProcStat> ProcStats() {
-  std::vector<ProcStat> all;
-  DIR* dir = opendir("/proc");
-  if (dir == nullptr) return all;
-  while (const dirent* e = readdir(dir)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    const std::string path = absl::StrCat("/proc/", e->d_name, "/stat");
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    char buf[512];
-    const ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) continue;
-    buf[n] = '\0';
-    // After the comm, which may hold spaces and parentheses.
-    const char* after = std::strrchr(buf, ')');
-    ProcStat st;
-    st.pid = static_cast<pid_t>(std::atoi(e->d_name));
-    int ppid = 0, pgrp = 0;
-    if (after != nullptr && std::sscanf(after + 1, " %c %d %d", &st.state, &ppid, &pgrp) == 3) {
-      st.ppid = ppid;
-      st.pgrp = pgrp;
-      all.push_back(st);
-    }
-  }
-  closedir(dir);
-  return all;
-}
-
 // The processes of process group `pgid` that have not ended (zombies are
 // left out: they hold nothing but their entry).
 std::vector<pid_t> LiveMembersOfGroup(pid_t pgid) {
   std::vector<pid_t> members;
-  for (const ProcStat& p : ProcStats()) {
+  for (const ProcessEntry& p : ProcessTable()) {
     if (p.pgrp == pgid && p.state != 'Z') members.push_back(p.pid);
   }
   return members;

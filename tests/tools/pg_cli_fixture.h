@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -120,33 +122,62 @@ class PgCliTest : public CliTest {
     });
     return found;
   }
-  // Whether, before the tool exited or test_util::kPatience passed, the
-  // postmaster served a connection: a backend, which names its client in its
-  // command line ("postgres: postgres postgres [local] idle"). The
-  // connect loop is then under way.
-  bool WaitForABackend(pid_t postmaster, test_util::SpawnedTool& tool) {
-    bool seen = false;
+  // The postmaster's children that serve a client over its Unix socket
+  // (they name it in their command line: "postgres: postgres postgres
+  // [local] idle"), oldest first (/proc/PID/stat's starttime).
+  static std::vector<pid_t> BackendsOf(pid_t postmaster) {
+    std::vector<std::pair<long long, pid_t>> started;
+    for (pid_t pid : ProcessesMentioning("[local]")) {
+      if (ParentOf(pid) != postmaster) continue;
+      std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+      std::string line;
+      std::getline(in, line);
+      const size_t close = line.rfind(')');
+      if (close == std::string::npos) continue;
+      // After the comm: state is field 3, starttime field 22.
+      std::istringstream rest(line.substr(close + 2));
+      std::string field;
+      long long start = 0;
+      for (int i = 3; i <= 22 && rest >> field; ++i) {
+        if (i == 22) start = std::atoll(field.c_str());
+      }
+      started.emplace_back(start, pid);
+    }
+    std::sort(started.begin(), started.end());
+    std::vector<pid_t> pids;
+    for (const auto& [start, pid] : started) pids.push_back(pid);
+    return pids;
+  }
+  // The postmaster's backends once there were `n` at once (the connect loop
+  // is under way, or n held connections are open), or what there were when
+  // the tool exited or test_util::kPatience passed.
+  std::vector<pid_t> WaitForBackends(pid_t postmaster, test_util::SpawnedTool& tool, size_t n = 1) {
+    std::vector<pid_t> backends;
     test_util::WaitUntil(
         [&] {
-          for (pid_t pid : ProcessesMentioning("[local]")) seen = seen || ParentOf(pid) == postmaster;
-          return seen || tool.Poll().has_value();
+          backends = BackendsOf(postmaster);
+          return backends.size() >= n || tool.Poll().has_value();
         },
         test_util::kPatience, std::chrono::milliseconds(2));
-    return seen;
+    return backends;
   }
-  // Starts the tool, waits for its server (and `also_wait_for`), and with
-  // `into_the_loop` for the server's first backend, interrupts the tool
-  // (^C): exit 130, and nothing of the server left.
+  bool WaitForABackend(pid_t postmaster, test_util::SpawnedTool& tool) { return !WaitForBackends(postmaster, tool).empty(); }
+  // Starts the tool, waits for its server (and `also_wait_for`), and for
+  // `backends` of the server's backends at once (0: none), interrupts the
+  // tool (^C): exit 130, and nothing of the server left, those backends
+  // included.
   void ExpectInterruptLeavesNothing(const std::vector<std::string>& argv, const std::string& also_wait_for = "",
-                                    bool into_the_loop = true) {
+                                    size_t backends = 1) {
     test_util::SpawnedTool tool(argv, dir_);
     const pid_t postmaster = WaitForProcessNamed("postgres", tool);
     ASSERT_NE(postmaster, 0) << "no server started: " << test_util::ReadFile(dir_ + "/stderr");
     if (!also_wait_for.empty()) {
       ASSERT_NE(WaitForProcessNamed(also_wait_for, tool), 0) << "no " << also_wait_for << " started";
     }
-    if (into_the_loop) {
-      ASSERT_TRUE(WaitForABackend(postmaster, tool)) << "no connection made: " << test_util::ReadFile(dir_ + "/stderr");
+    std::vector<pid_t> seen;
+    if (backends > 0) {
+      seen = WaitForBackends(postmaster, tool, backends);
+      ASSERT_GE(seen.size(), backends) << "not so many connections made: " << test_util::ReadFile(dir_ + "/stderr");
     }
     ASSERT_TRUE(tool.WaitUntilCatching(SIGINT, test_util::kPatience));
     ASSERT_EQ(kill(tool.pid(), SIGINT), 0);
@@ -155,6 +186,10 @@ class PgCliTest : public CliTest {
     EXPECT_TRUE(WIFEXITED(*code) && WEXITSTATUS(*code) == 130) << *code;
     ExpectNoServerLeft();
     EXPECT_TRUE(SegmentsCreatedBy(postmaster).empty()) << "the server's System V segment was left";
+    // Backends rewrite their command line: they are looked for by pid.
+    EXPECT_TRUE(test_util::WaitUntil([&] {
+      return std::all_of(seen.begin(), seen.end(), [](pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; });
+    })) << "a backend outlived the run";
   }
   std::vector<std::string> Small(std::vector<std::string> args) {
     return WithDefaults(std::move(args), {"--connections=20", "--warmup=2", "--rounds=1", "--shared-buffers=128MB"});

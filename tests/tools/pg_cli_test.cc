@@ -451,7 +451,7 @@ TEST_F(PgCliTest, InterruptOfCompareWithPgStopsTheServerAndRemovesIt) {
   // start once every server has), so the interrupt lands in the rounds.
   ExpectInterruptLeavesNothing({BACKENDLAB_CLI_PATH, "compare", "--with-pg", "--layouts=hash", "--exit-checks=off",
                                 "--shared-buffers=128MB", "--rounds=1", "--connections=100000"},
-                               "", /*into_the_loop=*/false);
+                               "", /*backends=*/0);
 }
 
 }  // namespace

@@ -31,32 +31,6 @@ using test_util::RunResult;
 
 class PgManyTest : public PgCliTest {
  protected:
-  // The postmaster's children that serve a client over its Unix socket
-  // ("postgres: postgres postgres [local] idle"), oldest first.
-  static std::vector<pid_t> BackendsOf(pid_t postmaster) {
-    std::vector<std::pair<long long, pid_t>> started;
-    for (pid_t pid : ProcessesMentioning("[local]")) {
-      if (ParentOf(pid) != postmaster) continue;
-      std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-      std::string line;
-      std::getline(in, line);
-      const size_t close = line.rfind(')');
-      if (close == std::string::npos) continue;
-      // Fields after the comm: state is field 3; starttime is field 22.
-      std::istringstream rest(line.substr(close + 2));
-      std::string field;
-      long long start = 0;
-      for (int i = 3; i <= 22 && rest >> field; ++i) {
-        if (i == 22) start = std::atoll(field.c_str());
-      }
-      started.emplace_back(start, pid);
-    }
-    std::sort(started.begin(), started.end());
-    std::vector<pid_t> pids;
-    for (const auto& [start, pid] : started) pids.push_back(pid);
-    return pids;
-  }
-  static bool Gone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
   static nlohmann::json Rows(const std::string& path) { return nlohmann::json::parse(ReadFile(path))["rows"]; }
 };
 
@@ -167,27 +141,9 @@ TEST_F(PgManyTest, HoldingMoreThanTheHostAllowsIsRefusedNamingTheLimit) {
 }
 
 TEST_F(PgManyTest, InterruptWhileHundredsAreHeldLeavesNothing) {
-  constexpr size_t kHeld = 300;
-  test_util::SpawnedTool tool({BACKENDLAB_CLI_PATH, "pg", "--hold=300", "--duration=60s", "--rounds=1",
-                               "--shared-buffers=128MB"},
-                              dir_);
-  const pid_t postmaster = WaitForProcessNamed("postgres", tool);
-  ASSERT_NE(postmaster, 0) << "no server started: " << ReadFile(dir_ + "/stderr");
-  std::vector<pid_t> backends;
-  ASSERT_TRUE(test_util::WaitUntil([&] {
-    backends = BackendsOf(postmaster);
-    return backends.size() >= kHeld || tool.Poll().has_value();
-  }));
-  ASSERT_GE(backends.size(), kHeld) << ReadFile(dir_ + "/stderr");
-  ASSERT_TRUE(tool.WaitUntilCatching(SIGINT, test_util::kPatience));
-  ASSERT_EQ(kill(tool.pid(), SIGINT), 0);
-  const std::optional<int> code = tool.WaitFor(test_util::kPatience);
-  ASSERT_TRUE(code.has_value());
-  EXPECT_TRUE(WIFEXITED(*code) && WEXITSTATUS(*code) == 130) << *code;
-  ExpectNoServerLeft();
-  EXPECT_TRUE(test_util::WaitUntil([&] { return std::all_of(backends.begin(), backends.end(), Gone); }))
-      << "a held backend outlived the run";
-  EXPECT_TRUE(SegmentsCreatedBy(postmaster).empty()) << "the server's System V segment was left";
+  ExpectInterruptLeavesNothing(
+      {BACKENDLAB_CLI_PATH, "pg", "--hold=300", "--duration=60s", "--rounds=1", "--shared-buffers=128MB"}, "",
+      /*backends=*/300);
 }
 
 // The server ends one held connection (SIGTERM: what pg_terminate_backend
@@ -198,11 +154,7 @@ TEST_F(PgManyTest, AHeldConnectionTheServerClosesMidRunIsReported) {
       {BACKENDLAB_CLI_PATH, "pg", "--hold=20", "--duration=5s", "--rounds=1", "--shared-buffers=128MB"}, dir_);
   const pid_t postmaster = WaitForProcessNamed("postgres", tool);
   ASSERT_NE(postmaster, 0) << "no server started: " << ReadFile(dir_ + "/stderr");
-  std::vector<pid_t> backends;
-  ASSERT_TRUE(test_util::WaitUntil([&] {
-    backends = BackendsOf(postmaster);
-    return backends.size() >= kHeld || tool.Poll().has_value();
-  }, test_util::kPatience, std::chrono::milliseconds(2)));
+  const std::vector<pid_t> backends = WaitForBackends(postmaster, tool, kHeld);
   ASSERT_GE(backends.size(), kHeld) << ReadFile(dir_ + "/stderr");
   // The oldest backend is a held one: they were all made before the loop's first.
   ASSERT_EQ(kill(backends.front(), SIGTERM), 0);
