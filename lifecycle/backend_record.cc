@@ -58,4 +58,28 @@ std::string SampleTagName(int32_t tag) {
   return absl::StrCat("tag", tag);
 }
 
+std::vector<profiling::TraceSpan> SpansOf(const BackendRecord& r) {
+  std::vector<profiling::TraceSpan> spans;
+  const std::string track = absl::StrCat("backend ", r.pid, " (connection ", r.sequence, ")");
+  auto add = [&](Phase p, int64_t start, int64_t duration) {
+    if (r.Done(p) && duration >= 0) spans.push_back({std::string(PhaseName(p)), "phase", r.pid, track, start, duration});
+  };
+  add(Phase::kFork, r.accept_ns, r.child_start_ns - r.accept_ns);
+  int64_t at = r.child_start_ns;
+  for (Phase p : {Phase::kInitBuffers, Phase::kInitCatcache, Phase::kInitOther, Phase::kWork}) {
+    add(p, at, r.phase[static_cast<int>(p)].wall_ns);
+    if (r.Done(p)) at += r.phase[static_cast<int>(p)].wall_ns;
+  }
+  if (r.terminate_ns > r.ready_ns && r.ready_ns > 0) {
+    spans.push_back({"wait", "wait", r.pid, track, r.ready_ns, r.terminate_ns - r.ready_ns});
+  }
+  at = r.terminate_ns;
+  for (Phase p : {Phase::kExitCheck, Phase::kTeardown}) {
+    add(p, at, r.phase[static_cast<int>(p)].wall_ns);
+    if (r.Done(p)) at += r.phase[static_cast<int>(p)].wall_ns;
+  }
+  add(Phase::kReap, r.exit_ns, r.reaped_ns - r.exit_ns);
+  return spans;
+}
+
 }  // namespace backendlab::lifecycle

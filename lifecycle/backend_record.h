@@ -8,10 +8,12 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "base/names.h"
 #include "base/resource_usage.h"
+#include "profiling/exports.h"
 #include "profiling/perf_events.h"
 
 struct rusage;
@@ -128,6 +130,14 @@ struct BackendEnd {
 // parent's fork() added to the child's start; reap: the kernel's teardown).
 // The backend writes everything else, as it goes (RunBackend).
 void CompleteRecord(const BackendEnd& end, BackendRecord& record);
+
+// A completed record's life on a timeline, one span per phase it finished,
+// on the backend's own track ("backend PID (connection N)"): fork from the
+// postmaster's accept() to the backend's start, the init phases and work
+// one after another from there (each its measured wall time), the wait for
+// the client's "terminate", exit_check and teardown from that, and reap
+// from _exit to the postmaster's waitpid. CLOCK_MONOTONIC, as recorded.
+std::vector<profiling::TraceSpan> SpansOf(const BackendRecord& record);
 
 }  // namespace backendlab::lifecycle
 

@@ -15,7 +15,8 @@ struct FlameGraphOptions {
   double min_width_px = 0.1; // narrower nodes (and so their children) are omitted
 };
 
-// An SVG with no external resources (no scripts, fonts or links). Layout:
+// An SVG with no external resource (no link, font or network; one script
+// of its own, for search and click-to-zoom, as FlameGraph's have). Layout:
 //   - one background <rect> covering the whole image, first;
 //   - one <rect> for the root "all" (every sample);
 //   - one <rect> per frame node, a node being a distinct path from the root,
@@ -24,10 +25,13 @@ struct FlameGraphOptions {
 //     right sorted by name; the root is at the bottom.
 // Nodes narrower than `min_width_px` are omitted together with their
 // descendants, so the rect count is 2 + nodes only when none is that narrow.
-// Each node is a <g> holding a <title> "function (N samples, P%)" for hover,
-// its <rect> and, when at least three characters fit, a <text> label
-// truncated with ".." to the rect. Colors are a hash of the function name, so
-// the same function has the same color in every graph. All text is XML-escaped.
+// Each node is a <g class="f"> holding a <title> "function (N samples, P%)"
+// for hover, its <rect> and a <text> label truncated with ".." to the rect
+// (empty when not three characters fit). Colors are a hash of the function
+// name, so the same function has the same color in every graph. All text is
+// XML-escaped. The script (internal/flame_svg.h): click a frame to zoom to
+// it, "Reset Zoom" to go back, "Search" for a regular expression, whose
+// matching frames turn magenta with the share of samples they cover.
 std::string RenderFlameGraphSvg(const FoldedStacks& stacks,
                                 const FlameGraphOptions& options = {});
 

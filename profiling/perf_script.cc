@@ -100,9 +100,14 @@ bool IsIndentedHeader(std::string_view line) {
   return header.has_value() && !header->comm.empty() && header->rest.find(':') != std::string_view::npos;
 }
 
-// The "SECONDS.FRACTION:" token of a header's rest, 0 without one.
+// The "SECONDS.FRACTION:" token of a header's rest, after the "[CPU]"
+// token perf prints for a system-wide recording; 0 without one.
 double TimeOf(std::string_view rest) {
   rest = Trim(rest);
+  if (rest.starts_with('[')) {
+    const size_t close = rest.find(']');
+    if (close != std::string_view::npos) rest = Trim(rest.substr(close + 1));
+  }
   const size_t colon = rest.find(':');
   if (colon == std::string_view::npos) return 0;
   const std::string token(rest.substr(0, colon));
@@ -282,6 +287,7 @@ absl::Status ForEachPerfScriptRecord(std::string_view text, const PerfScriptOpti
       continue;
     }
     sample.emplace();
+    sample->time = TimeOf(header->rest);
     sample->comm = std::move(header->comm);
     sample->pid = header->pid;
     sample->tid = header->tid;

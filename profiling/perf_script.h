@@ -46,6 +46,7 @@ struct PerfScriptSample {
   std::string comm;  // spaces turned into '_'
   int64_t pid = -1;
   int64_t tid = -1;  // == pid when the header has no "pid/tid"
+  double time = 0;   // seconds, as the header says (perf's clock); 0 without one
   std::vector<std::string> frames;  // root first, the comm not among them
   // How many of the frames, at the leaf end, are the kernel's (0 with
   // drop_kernel_frames): frames[0, size - kernel_frames) are what a

@@ -27,6 +27,11 @@ ProfileViews FoldViews(std::span<const RawSample> samples, FrameSymbolizer& symb
       samples, symbolizer,
       {.keep = [&](const RawSample& s) { return in_phase(s) && labels.process(s) == labels.measured; }, .prefix = nullptr});
   add("all", "backendlab: all processes", FoldSamples(samples, symbolizer, {.keep = nullptr, .prefix = under_process}));
+  out.labeled = FoldSamples(samples, symbolizer, {.keep = nullptr, .prefix = [&](const RawSample& s) {
+                              std::vector<std::string> prefix = {labels.process(s)};
+                              if (in_phase(s)) prefix.push_back(absl::StrCat("[", labels.phase(s.tag), "]"));
+                              return prefix;
+                            }});
   add("phases", absl::StrCat("backendlab: ", labels.measured, "s by phase"),
       FoldSamples(samples, symbolizer,
                   {.keep = in_phase, .prefix = [&](const RawSample& s) {

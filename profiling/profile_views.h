@@ -45,6 +45,9 @@ struct ProfileViews {
   // what the top-N table ranks, and what compares with perf's stacks under
   // the same comm.
   FoldedStacks measured;
+  // Every sample under its process and, if taken in a phase, "[phase]":
+  // what the exports (profiling/exports.h) read.
+  FoldedStacks labeled;
 };
 
 ProfileViews FoldViews(std::span<const RawSample> samples, FrameSymbolizer& symbolizer, const SampleLabels& labels);

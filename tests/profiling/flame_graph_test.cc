@@ -1,4 +1,5 @@
-// RenderFlameGraphSvg: well-formed XML, one rect per frame node, escaping.
+// RenderFlameGraphSvg: well-formed XML, one rect per frame node, escaping,
+// and the data its search and zoom script reads.
 #include "profiling/flame_graph.h"
 
 #include <set>
@@ -7,81 +8,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/test_util/xml.h"
 
 namespace backendlab::profiling {
 namespace {
 
-// A small structural XML check: tags balance, attribute values are quoted,
-// and '<' / '&' appear in text only as markup or known entities. Returns an
-// empty string when well formed, else what is wrong.
-std::string CheckXml(std::string_view xml) {
-  std::vector<std::string> open;
-  size_t i = 0;
-  bool seen_root = false;
-  while (i < xml.size()) {
-    if (xml[i] == '&') {
-      size_t semi = xml.find(';', i);
-      if (semi == std::string_view::npos) return "unterminated entity";
-      std::string entity(xml.substr(i, semi - i + 1));
-      static const std::set<std::string> kKnown = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"};
-      if (!kKnown.count(entity)) return "unknown entity " + entity;
-      i = semi + 1;
-      continue;
-    }
-    if (xml[i] == '>') return "stray '>' at " + std::to_string(i);
-    if (xml[i] != '<') {
-      ++i;
-      continue;
-    }
-    if (xml.substr(i, 2) == "<?") {
-      size_t end = xml.find("?>", i);
-      if (end == std::string_view::npos) return "unterminated <?";
-      i = end + 2;
-      continue;
-    }
-    size_t end = i + 1;
-    char quote = 0;
-    while (end < xml.size() && (quote != 0 || xml[end] != '>')) {
-      if (quote == 0 && (xml[end] == '"' || xml[end] == '\'')) {
-        quote = xml[end];
-      } else if (quote != 0 && xml[end] == quote) {
-        quote = 0;
-      } else if (xml[end] == '<') {
-        return "'<' inside a tag at " + std::to_string(end);
-      }
-      ++end;
-    }
-    if (end >= xml.size()) return "unterminated tag";
-    std::string_view tag = xml.substr(i + 1, end - i - 1);
-    i = end + 1;
-    if (tag.empty()) return "empty tag";
-    if (tag.front() == '/') {
-      std::string name(tag.substr(1));
-      if (open.empty() || open.back() != name) return "mismatched </" + name + ">";
-      open.pop_back();
-      continue;
-    }
-    bool self_closing = tag.back() == '/';
-    std::string name(tag.substr(0, tag.find_first_of(" \t\n/")));
-    if (open.empty()) {
-      if (seen_root) return "second root element " + name;
-      seen_root = true;
-    }
-    if (!self_closing) open.push_back(name);
-  }
-  if (!open.empty()) return "unclosed <" + open.back() + ">";
-  if (!seen_root) return "no root element";
-  return "";
-}
-
-size_t Count(std::string_view haystack, std::string_view needle) {
-  size_t n = 0;
-  for (size_t pos = haystack.find(needle); pos != std::string_view::npos;
-       pos = haystack.find(needle, pos + 1)) {
-    ++n;
-  }
-  return n;
-}
+using test_util::CheckXml;
+using test_util::Count;
 
 // Frame nodes counted independently of the renderer: distinct stack prefixes.
 size_t CountNodes(const FoldedStacks& stacks) {
@@ -102,6 +35,8 @@ TEST(CheckXmlTest, RejectsBrokenDocuments) {
   EXPECT_NE(CheckXml("<a>x < y</a>"), "");
   EXPECT_NE(CheckXml("<a>&bogus;</a>"), "");
   EXPECT_NE(CheckXml("<a/><b/>"), "");
+  EXPECT_EQ(CheckXml("<a><![CDATA[ x < y && z ]]></a>"), "") << "a script's CDATA is taken whole";
+  EXPECT_NE(CheckXml("<a><![CDATA[ x < y </a>"), "");
 }
 
 TEST(FlameGraphTest, WellFormedWithOneRectPerNode) {
@@ -117,17 +52,39 @@ TEST(FlameGraphTest, WellFormedWithOneRectPerNode) {
   std::string svg = RenderFlameGraphSvg(*stacks, options);
 
   EXPECT_EQ(CheckXml(svg), "") << svg;
-  EXPECT_EQ(svg.find("href"), std::string::npos) << "must not reference external resources";
-  EXPECT_EQ(svg.find("<script"), std::string::npos);
+  // One script of its own (search and zoom), nothing fetched or linked.
+  EXPECT_EQ(Count(svg, "<script"), 1u);
+  for (const char* external : {"href", "src=", "url(", "fetch(", "XMLHttpRequest", "import "}) {
+    EXPECT_EQ(svg.find(external), std::string::npos) << "must not reference external resources: " << external;
+  }
   // Background + "all" + one per frame node.
   ASSERT_EQ(CountNodes(*stacks), 9u);
   EXPECT_EQ(Count(svg, "<rect"), 2 + CountNodes(*stacks));
-  EXPECT_EQ(Count(svg, "<g>"), 1 + CountNodes(*stacks));
+  EXPECT_EQ(Count(svg, "<g class=\"f\""), 1 + CountNodes(*stacks));
   EXPECT_NE(svg.find("<title>all (100 samples, 100.00%)</title>"), std::string::npos);
   EXPECT_NE(svg.find("<title>work (50 samples, 50.00%)</title>"), std::string::npos);
   EXPECT_NE(svg.find("backendlab &lt;test&gt;"), std::string::npos);
   // Deterministic: same input, same bytes.
   EXPECT_EQ(RenderFlameGraphSvg(*stacks, options), svg);
+}
+
+// What the script reads: every frame's name, place and level as drawn, and
+// each panel's full width; a label that does not fit is an empty <text>.
+TEST(FlameGraphTest, FramesCarryWhatSearchAndZoomRead) {
+  absl::StatusOr<FoldedStacks> stacks = FoldedStacks::Parse("main;work 3\nmain;idle 1\n");
+  ASSERT_TRUE(stacks.ok()) << stacks.status();
+  FlameGraphOptions options;
+  options.width = 420;  // 400 px of frames between 10 px margins
+  const std::string svg = RenderFlameGraphSvg(*stacks, options);
+  EXPECT_NE(svg.find("<g class=\"panel\" data-x0=\"10.00\" data-w=\"400.00\">"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("<g class=\"f\" data-n=\"all\" data-x=\"10.00\" data-w=\"400.00\" data-l=\"0\">"), std::string::npos);
+  EXPECT_NE(svg.find("<g class=\"f\" data-n=\"work\" data-x=\"110.00\" data-w=\"300.00\" data-l=\"2\">"),
+            std::string::npos)
+      << "children left to right by name: idle (100 px), then work";
+  EXPECT_NE(svg.find("class=\"control search\""), std::string::npos);
+  EXPECT_NE(svg.find("class=\"control unzoom\""), std::string::npos);
+  EXPECT_NE(svg.find("svg.flameSearch = search"), std::string::npos);
+  EXPECT_EQ(Count(svg, "</text>\n</g>"), 4u) << "a label per frame (all, main, idle, work)";
 }
 
 TEST(FlameGraphTest, OmitsNodesNarrowerThanTheMinimum) {

@@ -1,0 +1,232 @@
+// Flame graph panels as SVG, with the script for search and zoom.
+#include "profiling/internal/flame_svg.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/xml_escape.h"
+
+namespace backendlab::profiling::internal {
+namespace {
+
+constexpr double kPadX = 10;         // left and right margin
+constexpr double kTitleHeight = 40;  // room for the title and the controls above the frames
+constexpr double kCaptionHeight = 22;
+constexpr double kPadBottom = 24;    // room for "Matched: P%"
+constexpr int kFontSize = 12;
+// Average glyph width of a 12px sans-serif font relative to its size; an
+// estimate (no font metrics without a renderer), so labels err short. The
+// script uses the same.
+constexpr double kCharWidth = 0.59 * kFontSize;
+
+// Search and zoom, bound to the <svg> that holds the script. No network,
+// no library. In a CDATA section, so that it reads the same as an SVG file
+// and inline in an HTML page.
+constexpr char kScript[] = R"JS(
+(function (svg) {
+  'use strict';
+  var CW = %CW%, HIGHLIGHT = 'rgb(230,0,230)';
+  function num(g, k) { return parseFloat(g.getAttribute(k)); }
+  function frames(root) { return Array.prototype.slice.call(root.querySelectorAll('g.f')); }
+  function label(g, w) {
+    var name = g.getAttribute('data-n'), fit = Math.floor((w - 6) / CW), t = g.querySelector('text');
+    if (fit < 3) { t.textContent = ''; return; }
+    t.textContent = name.length <= fit ? name : name.substring(0, fit - 2) + '..';
+  }
+  function place(g, x, w, shown) {
+    g.style.display = shown ? '' : 'none';
+    if (!shown) return;
+    var r = g.querySelector('rect'), t = g.querySelector('text');
+    r.setAttribute('x', x.toFixed(2));
+    r.setAttribute('width', Math.max(w, 0).toFixed(2));
+    t.setAttribute('x', (x + 3).toFixed(2));
+    label(g, w);
+  }
+  function reset() {
+    frames(svg).forEach(function (g) { place(g, num(g, 'data-x'), num(g, 'data-w'), true); });
+    svg.querySelector('.unzoom').style.display = 'none';
+  }
+  function zoom(g) {
+    var p = g.closest('g.panel'), x0 = num(p, 'data-x0'), W = num(p, 'data-w');
+    var fx = num(g, 'data-x'), fw = num(g, 'data-w'), fl = num(g, 'data-l'), eps = 1e-6, k = W / fw;
+    frames(p).forEach(function (h) {
+      var hx = num(h, 'data-x'), hw = num(h, 'data-w'), hl = num(h, 'data-l');
+      var inside = hx >= fx - eps && hx + hw <= fx + fw + eps;
+      var covers = hx <= fx + eps && hx + hw >= fx + fw - eps;
+      if (hl >= fl && inside) place(h, x0 + (hx - fx) * k, hw * k, true);
+      else if (hl < fl && covers) place(h, x0, W, true);
+      else place(h, 0, 0, false);
+    });
+    svg.querySelector('.unzoom').style.display = '';
+  }
+  function search(term) {
+    var re;
+    try { re = new RegExp(term); } catch (e) { re = new RegExp(term.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')); }
+    var matched = [];
+    frames(svg).forEach(function (g) {
+      var r = g.querySelector('rect');
+      if (!r.hasAttribute('data-fill')) r.setAttribute('data-fill', r.getAttribute('fill'));
+      var hit = re.test(g.getAttribute('data-n'));
+      r.setAttribute('fill', hit ? HIGHLIGHT : r.getAttribute('data-fill'));
+      if (hit) matched.push(g);
+    });
+    // The share of the first panel's width under a match, overlaps merged:
+    // the share of its samples with a matching frame on their stack.
+    var p = svg.querySelector('g.panel'), spans = [];
+    matched.forEach(function (g) {
+      if (g.closest('g.panel') === p) spans.push([num(g, 'data-x'), num(g, 'data-x') + num(g, 'data-w')]);
+    });
+    spans.sort(function (a, b) { return a[0] - b[0]; });
+    var covered = 0, end = -1;
+    spans.forEach(function (s) {
+      if (s[0] > end) { covered += s[1] - s[0]; end = s[1]; }
+      else if (s[1] > end) { covered += s[1] - end; end = s[1]; }
+    });
+    var share = p ? 100 * covered / num(p, 'data-w') : 0;
+    svg.querySelector('.matched').textContent = matched.length ? 'Matched: ' + share.toFixed(1) + '%' : '';
+    svg.setAttribute('data-matched', String(matched.length));
+    return matched.length;
+  }
+  function clear() {
+    frames(svg).forEach(function (g) {
+      var r = g.querySelector('rect');
+      if (r.hasAttribute('data-fill')) r.setAttribute('fill', r.getAttribute('data-fill'));
+    });
+    svg.querySelector('.matched').textContent = '';
+    svg.setAttribute('data-matched', '0');
+  }
+  svg.flameSearch = search;
+  svg.flameClear = clear;
+  svg.flameReset = reset;
+  svg.flameZoom = zoom;
+  frames(svg).forEach(function (g) { g.addEventListener('click', function () { zoom(g); }); });
+  svg.querySelector('.unzoom').addEventListener('click', reset);
+  svg.querySelector('.search').addEventListener('click', function () {
+    var term = window.prompt('Search frames (a regular expression):', '');
+    if (term) search(term); else clear();
+  });
+})(document.currentScript ? document.currentScript.parentNode : document.documentElement);
+)JS";
+
+int Depth(const FlameNode& node) {
+  int deepest = 0;
+  for (const auto& [name, child] : node.children) deepest = std::max(deepest, 1 + Depth(child));
+  return deepest;
+}
+
+// The first `max_chars` bytes of `text`, not splitting a UTF-8 sequence.
+std::string_view Prefix(std::string_view text, size_t max_chars) {
+  if (text.size() <= max_chars) return text;
+  size_t end = max_chars;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return text.substr(0, end);
+}
+
+uint64_t HashName(std::string_view name) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a: stable across runs and platforms
+  for (char c : name) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+class PanelRenderer {
+ public:
+  PanelRenderer(const FlamePanel& panel, const FlameGraphOptions& options, double bottom, std::string& out)
+      : panel_(panel),
+        options_(options),
+        scale_((options.width - 2 * kPadX) / std::max(panel.root->value, 1e-300)),
+        bottom_(bottom),
+        out_(out) {}
+
+  // `node` at value offset `offset`, level `level` (0: the root), then its children.
+  void Emit(const std::string& name, const FlameNode& node, double offset, int level) {
+    const double w = node.value * scale_;
+    if (w < options_.min_width_px || node.value <= 0) return;
+    const double x = kPadX + offset * scale_;
+    const double y = bottom_ - (level + 1) * options_.frame_height;
+    const std::string escaped = EscapeXml(name);
+    absl::StrAppend(&out_,
+                    absl::StrFormat("<g class=\"f\" data-n=\"%s\" data-x=\"%.2f\" data-w=\"%.2f\" data-l=\"%d\">\n",
+                                    escaped, x, w, level),
+                    "<title>", EscapeXml(panel_.title(name, node)), "</title>\n",
+                    absl::StrFormat("<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%d\" fill=\"%s\" rx=\"2\" "
+                                    "ry=\"2\"/>\n",
+                                    x, y, w, options_.frame_height - 1, panel_.fill(name, node)));
+    const size_t fit = static_cast<size_t>(std::max(0.0, (w - 6) / kCharWidth));
+    std::string label;
+    if (fit >= 3) label = name.size() <= fit ? name : absl::StrCat(std::string(Prefix(name, fit - 2)), "..");
+    absl::StrAppend(&out_,
+                    absl::StrFormat("<text x=\"%.2f\" y=\"%.2f\">%s</text>\n</g>\n", x + 3,
+                                    y + options_.frame_height - 5, EscapeXml(label)));
+    double child_offset = offset;
+    for (const auto& [child_name, child] : node.children) {
+      Emit(child_name, child, child_offset, level + 1);
+      child_offset += child.value;
+    }
+  }
+
+ private:
+  const FlamePanel& panel_;
+  const FlameGraphOptions& options_;
+  double scale_;
+  double bottom_;
+  std::string& out_;
+};
+
+}  // namespace
+
+std::string WarmColorOf(const std::string& name) {
+  const uint64_t h = HashName(name);
+  const int r = 205 + static_cast<int>(h % 51);
+  const int g = static_cast<int>((h >> 8) % 231);
+  const int b = static_cast<int>((h >> 16) % 56);
+  return absl::StrFormat("rgb(%d,%d,%d)", r, g, b);
+}
+
+std::string RenderFlameSvg(const std::string& title, const std::vector<FlamePanel>& panels,
+                           const FlameGraphOptions& options) {
+  double height = kTitleHeight;
+  for (const FlamePanel& p : panels) {
+    height += (p.caption.empty() ? 0 : kCaptionHeight) + (Depth(*p.root) + 1) * options.frame_height;
+  }
+  height += kPadBottom;
+  std::string body;
+  double top = kTitleHeight;
+  for (const FlamePanel& p : panels) {
+    if (!p.caption.empty()) {
+      absl::StrAppend(&body, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\">%s</text>\n", kPadX,
+                                             top + kCaptionHeight - 7, EscapeXml(p.caption)));
+      top += kCaptionHeight;
+    }
+    const double panel_height = (Depth(*p.root) + 1) * options.frame_height;
+    absl::StrAppend(&body, absl::StrFormat("<g class=\"panel\" data-x0=\"%.2f\" data-w=\"%.2f\">\n", kPadX,
+                                           options.width - 2 * kPadX));
+    PanelRenderer(p, options, top + panel_height, body).Emit("all", *p.root, 0, 0);
+    absl::StrAppend(&body, "</g>\n");
+    top += panel_height;
+  }
+  std::string script = kScript;
+  const std::string cw = absl::StrFormat("%.4f", kCharWidth);
+  script.replace(script.find("%CW%"), 4, cw);
+  return absl::StrCat(
+      absl::StrFormat("<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n"
+                      "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" class=\"flame\" width=\"%d\" "
+                      "height=\"%.0f\" viewBox=\"0 0 %d %.0f\" font-family=\"Verdana, sans-serif\" font-size=\"%d\">\n"
+                      "<style>g.f { cursor: pointer; } g.f:hover rect { stroke: black; stroke-width: 0.5; } "
+                      ".control { cursor: pointer; fill: rgb(60,60,160); }</style>\n"
+                      "<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"100%%\" fill=\"rgb(248,248,240)\"/>\n"
+                      "<text x=\"%.1f\" y=\"24\" text-anchor=\"middle\" font-size=\"17\">%s</text>\n"
+                      "<text class=\"control unzoom\" x=\"%.1f\" y=\"24\" style=\"display:none\">Reset Zoom</text>\n"
+                      "<text class=\"control search\" x=\"%.1f\" y=\"24\" text-anchor=\"end\">Search</text>\n"
+                      "<text class=\"matched\" x=\"%.1f\" y=\"%.0f\" text-anchor=\"end\"></text>\n",
+                      options.width, height, options.width, height, kFontSize, options.width / 2.0,
+                      EscapeXml(title), kPadX, options.width - kPadX, options.width - kPadX, height - 8),
+      body, "<script><![CDATA[", script, "]]></script>\n</svg>\n");
+}
+
+}  // namespace backendlab::profiling::internal
