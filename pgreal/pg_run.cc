@@ -849,48 +849,12 @@ std::vector<ServerClock> ComputeServerClocks(std::span<const PgTargetResult> tar
   return clocks;
 }
 
-namespace {
-
-// The functions whose own share of the server's CPU per connection grew
-// most from `stock` to `changed` (whose rows' median CPU per connection are
-// `stock_cpu_us` and `changed_cpu_us`; negative: not counted, no list).
-std::vector<FunctionChange> GrownFunctions(const ServerProfile& stock, const ServerProfile& changed,
-                                           double stock_cpu_us, double changed_cpu_us) {
-  if (stock_cpu_us < 0 || changed_cpu_us < 0) return {};
-  absl::flat_hash_map<std::string, FunctionChange> by_name;
-  auto add = [&](const ServerProfile& p, double cpu_us, double FunctionChange::*self, double FunctionChange::*total) {
-    const double per_sample = cpu_us / static_cast<double>(p.server_samples);
-    for (const profiling::FunctionSamples& f : p.stacks.TopN(std::numeric_limits<size_t>::max())) {
-      FunctionChange& c = by_name[f.name];
-      c.name = f.name;
-      c.*self = per_sample * static_cast<double>(f.self);
-      c.*total = per_sample * static_cast<double>(f.total);
-    }
-  };
-  add(stock, stock_cpu_us, &FunctionChange::stock_self_us, &FunctionChange::stock_us);
-  add(changed, changed_cpu_us, &FunctionChange::changed_self_us, &FunctionChange::changed_us);
-  std::vector<FunctionChange> grown;
-  for (auto& [name, c] : by_name) {
-    if (c.changed_self_us > c.stock_self_us) grown.push_back(c);
-  }
-  std::sort(grown.begin(), grown.end(), [](const FunctionChange& x, const FunctionChange& y) {
-    const double dx = x.changed_self_us - x.stock_self_us, dy = y.changed_self_us - y.stock_self_us;
-    return dx != dy ? dx > dy : x.name < y.name;
-  });
-  if (grown.size() > kGrownFunctions) grown.resize(kGrownFunctions);
-  return grown;
-}
-
-}  // namespace
-
 std::vector<ProfileChange> ComputeProfileChanges(std::span<const PgTargetResult> targets,
                                                  std::span<const ServerStats> stats) {
   std::vector<ProfileChange> changes;
   for (size_t i = 0; i < targets.size(); ++i) {
     const size_t b = BaselineOf(targets, i);
-    const bool one_server = targets[i].installation.bindir == targets[b].installation.bindir &&
-                            targets[i].shared_buffers_bytes == targets[b].shared_buffers_bytes;
-    if (b == i || !one_server || !targets[i].via.empty()) continue;
+    if (b == i || !targets[i].via.empty()) continue;
     for (const ServerProfile& changed : targets[i].profiles) {
       const auto stock = std::find_if(targets[b].profiles.begin(), targets[b].profiles.end(),
                                       [&](const ServerProfile& p) { return p.profiler == changed.profiler; });
@@ -924,7 +888,12 @@ std::vector<ProfileChange> ComputeProfileChanges(std::span<const PgTargetResult>
       std::sort(c.gone.begin(), c.gone.end(), [](const profiling::FunctionSamples& x, const profiling::FunctionSamples& y) {
         return x.total != y.total ? x.total > y.total : x.name < y.name;
       });
-      c.grown = GrownFunctions(*stock, changed, us(b, 100), us(i, 100));
+      auto per_sample = [&](size_t row, const ServerProfile& p) {
+        return std::max(0.0, us(row, 100)) / static_cast<double>(p.server_samples);
+      };
+      c.diff = profiling::FoldedDiff::Of({&stock->stacks, per_sample(b, *stock), targets[b].label},
+                                         {&changed.stacks, per_sample(i, changed), targets[i].label},
+                                         "us of server CPU per connection");
       changes.push_back(std::move(c));
     }
   }

@@ -29,6 +29,7 @@
 #include "pgreal/server_profile.h"
 #include "pgreal/setup_durations.h"
 #include "pgreal/what_if.h"
+#include "profiling/folded_diff.h"
 #include "profiling/perf_events.h"
 
 namespace backendlab::pgreal {
@@ -195,22 +196,10 @@ struct ServerClock {
   double init_cpu_us = -1;
 };
 
-// A function's share of a row's server CPU per connection, beside its
-// baseline's: its samples over the server's, times the row's median CPU
-// per connection; self: where it is the leaf frame, total: anywhere on the
-// stack.
-struct FunctionChange {
-  std::string name;
-  double stock_self_us = 0;
-  double changed_self_us = 0;
-  double stock_us = 0;  // total
-  double changed_us = 0;
-};
-inline constexpr size_t kGrownFunctions = 10;
-
-// A row's profile against its baseline's when the two are one server with
-// one change — a what-if, a transport, connections held — the same
-// profiler's (ComputeProfileChanges).
+// A row's profile against its baseline's (BaselineOf), the same
+// profiler's (ComputeProfileChanges): a what-if against its stock server,
+// a transport against the Unix socket, a hold against the fewest held,
+// another server against the first.
 struct PhaseChange {
   std::string phase;  // every row of ServerProfile::phases, in order
   double stock_percent = 0;    // of the server's samples
@@ -230,11 +219,11 @@ struct ProfileChange {
   // the stock backends' samples (anywhere on the stack), on none of the
   // what-if's. The stock's figures, most total samples first.
   std::vector<profiling::FunctionSamples> gone;
-  // The kGrownFunctions functions whose own CPU per connection (self: as the
-  // leaf frame) grew most, every process's (the postmaster's too), most
-  // first; only those that grew. Empty where either row's CPU was not
-  // counted. (By total, a stack's root frames would lead every list.)
-  std::vector<FunctionChange> grown;
+  // Every stack of both, in server CPU per connection (a sample's share of
+  // the server's samples times the row's median CPU per connection; us):
+  // the differential flame graph, and the functions that grew and shrank
+  // most. Per sample 0 where a row's CPU was not counted.
+  profiling::FoldedDiff diff;
 };
 inline constexpr double kGoneSharePercent = 1.0;
 
@@ -285,9 +274,10 @@ std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets)
 std::vector<ServerClock> ComputeServerClocks(std::span<const PgTargetResult> targets,
                                              std::span<const ServerStats> stats);
 
-// For every row with a profile whose baseline is the same server (a
-// what-if, a transport, connections held), and each profiler both were
-// recorded by: what changed, phase by phase, what left, what grew.
+// For every row with a profile whose baseline is another row with one (a
+// what-if, a transport, connections held, another server), and each
+// profiler both were recorded by: what changed, phase by phase, what left,
+// and the difference stack by stack.
 std::vector<ProfileChange> ComputeProfileChanges(std::span<const PgTargetResult> targets,
                                                  std::span<const ServerStats> stats);
 

@@ -68,11 +68,13 @@ class ProfileBuilder {
   ProfileBuilder(int major, int64_t postmaster, const absl::flat_hash_map<int64_t, std::string>& aux_roles)
       : classifier_(major), postmaster_(postmaster), aux_roles_(aux_roles) {
     profile_.major = major;
+    profile_.postmaster_pid = postmaster;
+    for (const auto& [pid, role] : aux_roles) profile_.aux_pids.push_back(pid);
   }
 
   // One sample of process `pid`, frames root first, the last `kernel_frames`
   // of them the kernel's.
-  void Add(int64_t pid, std::span<const std::string> frames, size_t kernel_frames) {
+  void Add(int64_t pid, std::span<const std::string> frames, size_t kernel_frames, int64_t time_ns = -1) {
     std::string role(kBackendRole);
     if (pid == postmaster_) {
       role = kPostmasterRole;
@@ -81,6 +83,10 @@ class ProfileBuilder {
     }
     const std::string_view phase = classifier_.Classify(role, frames);
     ++counts_[phase];
+    if (time_ns >= 0) {
+      const auto* at = std::find(std::begin(kPhaseNames), std::end(kPhaseNames), phase);
+      profile_.timeline.push_back({pid, time_ns, static_cast<int32_t>(at - std::begin(kPhaseNames))});
+    }
     if (phase == kUnclaimed &&
         std::any_of(frames.begin(), frames.end(), [](const std::string& f) { return f.starts_with('['); })) {
       ++profile_.unclaimed_unnamed_samples;
@@ -145,7 +151,7 @@ absl::StatusOr<ServerProfile> BuildServerProfile(std::string_view perf_script, i
   if (!tree.ok()) return tree.status();
   ProfileBuilder builder(major, postmaster, aux_roles);
   for (const profiling::PerfScriptSample& sample : tree->samples) {
-    builder.Add(sample.pid, sample.frames, sample.kernel_frames);
+    builder.Add(sample.pid, sample.frames, sample.kernel_frames, static_cast<int64_t>(sample.time * 1e9));
   }
   ServerProfile profile = builder.Finish();
   profile.other_samples = tree->other_samples;
@@ -168,6 +174,54 @@ ServerProfile BuildBuiltinServerProfile(std::span<const profiling::RawSample> sa
   profile.profiler = std::string(ProfilerName(Profiler::kBuiltin));
   profile.unwinder = "libunwind";
   return profile;
+}
+
+profiling::FoldedStacks LabeledStacks(const ServerProfile& profile) {
+  profiling::FoldedStacks labeled;
+  std::vector<std::string> frames;
+  for (const auto& [phase, stacks] : profile.by_phase) {
+    for (const auto& [stack, count] : stacks.stacks()) {
+      const std::vector<std::string_view> split = profiling::SplitFrames(stack);
+      frames.assign(1, std::string(split.front()));
+      frames.push_back(absl::StrCat("[", phase, "]"));
+      frames.insert(frames.end(), split.begin() + 1, split.end());
+      labeled.Add(frames, count);
+    }
+  }
+  return labeled;
+}
+
+std::vector<profiling::TraceSpan> TraceSpans(const ServerProfile& profile, int backends) {
+  std::vector<profiling::TraceSpan> spans;
+  if (profile.timeline.empty() || profile.frequency_hz <= 0) return spans;
+  const int64_t period = 1'000'000'000LL / profile.frequency_hz;
+  const int64_t postmaster = profile.postmaster_pid;
+  absl::flat_hash_map<int64_t, std::string> tracks;  // pid -> name, the postmaster and the first backends
+  tracks[postmaster] = "postmaster";
+  int named = 0;
+  absl::flat_hash_map<int64_t, size_t> open;  // pid -> its span being extended
+  for (const ServerProfile::TimedSample& s : profile.timeline) {
+    auto track = tracks.find(s.pid);
+    if (track == tracks.end()) {
+      const bool aux = std::find(profile.aux_pids.begin(), profile.aux_pids.end(), s.pid) != profile.aux_pids.end();
+      if (aux || named >= backends) continue;
+      track = tracks.emplace(s.pid, absl::StrCat("backend ", s.pid)).first;
+      ++named;
+    }
+    const std::string_view phase =
+        s.phase < static_cast<int32_t>(std::size(kPhaseNames)) ? kPhaseNames[s.phase] : kUnclaimed;
+    auto it = open.find(s.pid);
+    if (it != open.end()) {
+      profiling::TraceSpan& last = spans[it->second];
+      if (last.name == phase && s.time_ns - (last.start_ns + last.duration_ns) <= 2 * period) {
+        last.duration_ns = s.time_ns + period - last.start_ns;
+        continue;
+      }
+    }
+    open[s.pid] = spans.size();
+    spans.push_back({std::string(phase), "phase", s.pid, track->second, s.time_ns, period});
+  }
+  return spans;
 }
 
 absl::StatusOr<ServerProfile> ProfileServer(pid_t postmaster, const ServerProfileOptions& options,

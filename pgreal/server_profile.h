@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/names.h"
+#include "profiling/exports.h"
 #include "profiling/folded_stacks.h"
 #include "profiling/process_symbolizer.h"
 #include "profiling/sample_buffer.h"
@@ -96,7 +97,30 @@ struct ServerProfile {
   int frequency_hz = 0;
   int major = 0;
   std::vector<std::string> perf_command;  // perf record's argv
+  // perf's samples in time: each one's process, time (ns on perf's clock)
+  // and phase (an index of kPhaseNames, or its size for kUnclaimed), in
+  // the order recorded; empty for the built-in sampler, whose samples carry
+  // no time. What TraceSpans draws.
+  struct TimedSample {
+    int64_t pid = 0;
+    int64_t time_ns = 0;
+    int32_t phase = 0;
+  };
+  std::vector<TimedSample> timeline;
+  int64_t postmaster_pid = 0;      // the sampled server's
+  std::vector<int64_t> aux_pids;   // its auxiliary processes (named by their roles in `stacks`)
 };
+
+// Every sample once, rooted at its process's role, then "[phase]", then
+// its frames: what the exports read (profiling/exports.h).
+profiling::FoldedStacks LabeledStacks(const ServerProfile& profile);
+
+// The profile's timeline as spans, for a trace (profiling/exports.h): a
+// track for the postmaster and one for each of the first `backends`
+// backends to be sampled, each run of samples of one process in one phase
+// a span, from its first sample to one period after its last; a gap of more
+// than two periods ends a span. Empty where the profile has no timeline.
+std::vector<profiling::TraceSpan> TraceSpans(const ServerProfile& profile, int backends);
 
 // Records every CPU while `workload` runs (profiling::RecordSystemWide: perf
 // is enabled before workload() starts and disabled when it returns), keeps

@@ -20,6 +20,7 @@
 #include "tools/catcache_command.h"
 #include "tools/flags.h"
 #include "tools/cycle_command.h"
+#include "tools/diff_command.h"
 #include "tools/latch_command.h"
 #include "tools/layouts_command.h"
 #include "tools/pg_command.h"
@@ -47,6 +48,8 @@ constexpr Command kCommands[] = {
      backendlab::tools::RunCalibrateCommand, backendlab::tools::CalibrateUsage},
     {"profile", "call graphs of one configuration: sampler that follows backends, flame graphs, perf",
      backendlab::tools::RunProfileCommand, backendlab::tools::ProfileUsage},
+    {"diff", "two folded profiles of one workload set against each other: a differential flame graph",
+     backendlab::tools::RunDiffCommand, backendlab::tools::DiffUsage},
     {"layouts", "compare the PrivateRefCount layouts (array, bytes, hash, hash-keys, array-touched)",
      backendlab::tools::RunLayoutsCommand, backendlab::tools::LayoutsUsage},
     {"catcache", "compare the catalog-cache bucket strategies (palloc0, bss, expansible, mmap)",

@@ -17,6 +17,7 @@
 #include "tools/flags.h"
 #include "tools/machine_header.h"
 #include "tools/calibrate_report.h"
+#include "tools/html_report.h"
 #include "tools/report.h"
 
 namespace backendlab::tools {
@@ -35,6 +36,7 @@ constexpr FlagSpec kFlags[] = {
     {"backend-profile", "backendlab-backend-profile.json", "where the fitted profile is written (cycle/compare --backend-profile reads it)"},
     {"json", "", "also write the side-by-side as JSON to this file"},
     {"csv", "", "also write the side-by-side as CSV to this file"},
+    {"html", "", "also write one self-contained HTML page: the side-by-side with its intervals, a chart"},
 };
 
 absl::StatusOr<int64_t> Size(const std::string& flag, const std::string& text) {
@@ -102,7 +104,8 @@ std::string CalibrateUsage() {
       FlagsHelp(kFlags));
 }
 
-absl::Status RunCalibrateCommand(std::span<const std::string> args, std::ostream& out) {
+absl::Status RunCalibrateCommand(std::span<const std::string> args, std::ostream& terminal) {
+  Transcript out(terminal);  // what is printed, kept for --html
   absl::StatusOr<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags.ok()) return flags.status();
   absl::StatusOr<calibrate::CalibrationOptions> options = ParseOptions(*flags);
@@ -157,7 +160,15 @@ absl::Status RunCalibrateCommand(std::span<const std::string> args, std::ostream
   report.PrintText(out);
   PrintCalibrateNotes(*result, flags->Get("backend-profile"), options->saturation_clients, out);
   report.SetHeader(header);
-  return report.WriteFiles(flags->Get("json"), flags->Get("csv"));
+  if (absl::Status s = report.WriteFiles(flags->Get("json"), flags->Get("csv")); !s.ok()) return s;
+  if (flags->Has("html")) {
+    out << "page: " << flags->Get("html") << "\n";
+    HtmlPage page = PageOf("backendlab calibrate", header, report, out.text());
+    page.chart_key = "vs_real";
+    page.chart_title = "the calibrated mock over the real server, paired within rounds, 95 % interval";
+    if (absl::Status s = WriteHtml(flags->Get("html"), page); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace backendlab::tools

@@ -15,6 +15,7 @@
 #include "pgreal/pg_run.h"
 #include "tools/compare_flags.h"
 #include "tools/compare_report.h"
+#include "tools/html_report.h"
 #include "tools/cycle_command.h"
 #include "tools/cycle_report.h"
 #include "tools/machine_header.h"
@@ -46,7 +47,8 @@ std::string CompareUsage() {
       FlagsHelp(CompareFlags()));
 }
 
-absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& out) {
+absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& terminal) {
+  Transcript out(terminal);  // what is printed, kept for --html
   absl::StatusOr<Flags> flags = Flags::Parse(args, CompareFlags());
   if (!flags.ok()) return flags.status();
   absl::StatusOr<CompareRequest> request = CompareFromFlags(*flags);
@@ -122,9 +124,18 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   PrintCompareNotes(matrix, stats, request->aa, targets, out);
 
   if (absl::Status s = report.WriteFiles(flags->Get("json"), flags->Get("csv")); !s.ok()) return s;
+  const std::string chart = RenderLineChart(CostChart(matrix, stats, targets));
   if (flags->Has("svg")) {
-    if (absl::Status s = WriteTextFile(flags->Get("svg"), RenderLineChart(CostChart(matrix, stats, targets))); !s.ok()) return s;
+    if (absl::Status s = WriteTextFile(flags->Get("svg"), chart); !s.ok()) return s;
     out << "chart: " << flags->Get("svg") << "\n";
+  }
+  if (flags->Has("html")) {
+    out << "page: " << flags->Get("html") << "\n";
+    HtmlPage page = PageOf("backendlab compare", header, report, out.text());
+    page.chart_key = "cpu_us_per_connection";
+    page.chart_title = "CPU us per connection of the whole server, median of the rounds, 95 % interval";
+    page.figures = {{"CPU per connection against shared_buffers", chart}};
+    if (absl::Status s = WriteHtml(flags->Get("html"), page); !s.ok()) return s;
   }
   for (const lifecycle::CompareConfig& c : matrix.configs) {
     if (!c.failure.empty()) return absl::AbortedError(absl::StrCat(lifecycle::RowName(matrix, c), ": ", c.failure));

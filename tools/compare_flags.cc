@@ -47,6 +47,7 @@ constexpr FlagSpec kFlags[] = {
     {"json", "", "also write the rows as JSON to this file"},
     {"csv", "", "also write the rows as CSV to this file"},
     {"svg", "", "also draw CPU per connection vs shared_buffers to this SVG file"},
+    {"html", "", "also write one self-contained HTML page of the run: the table, the chart (no network needed)"},
 };
 
 // The values of list flag `name`, each checked by `parse`, which returns the
@@ -74,26 +75,6 @@ absl::StatusOr<std::vector<T>> ParseList(const Flags& flags, std::string_view na
 }
 
 // --baseline: "layout/exit-check[/catcache[/syscache]]", each a known name.
-absl::StatusOr<std::vector<std::string>> ParseBaseline(const std::string& text) {
-  const std::vector<std::string> parts = absl::StrSplit(text, '/');
-  if (parts.size() < 2 || parts.size() > lifecycle::kNamedDimensions) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--baseline=", Quoted(text), ": expected layout/exit-check[/catcache[/syscache]], e.g. array/always"));
-  }
-  const std::function<absl::Status(std::string_view)> kChecks[lifecycle::kNamedDimensions] = {
-      [](std::string_view v) { return buffers::ParseLayout(v).status(); },
-      [](std::string_view v) { return buffers::ParseExitCheckPolicy(v).status(); },
-      [](std::string_view v) { return catcache::ParseBucketStrategy(v).status(); },
-      [](std::string_view v) { return ParseSyscacheName(v).status(); },
-  };
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (absl::Status s = kChecks[i](parts[i]); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--baseline=", Quoted(text), ": ", s.message()));
-    }
-  }
-  return parts;
-}
-
 // The matrix's lists and baseline from their flags, on `base`.
 absl::StatusOr<lifecycle::CompareSpec> SpecFromFlags(const Flags& flags, const lifecycle::CycleOptions& base, bool aa) {
   lifecycle::CompareSpec spec;

@@ -1,13 +1,17 @@
 // The flags `cycle` shares with `compare` and `profile`, parsed into lifecycle::CycleOptions.
 #include "tools/cycle_flags.h"
 
+#include <functional>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "buffers/exit_check.h"
 #include "buffers/shared_buffers.h"
 #include "catcache/bucket_allocator.h"
 #include "catcache/syscache_profile.h"
 #include "lifecycle/backend_weight.h"
+#include "lifecycle/compare.h"
 #include "profiling/perf_events.h"
 #include "waits/wait_set.h"
 
@@ -59,6 +63,36 @@ absl::Status ParseFlagInto(const Flags& flags, const char* name, Parse parse, T*
 absl::StatusOr<std::string> ParseSyscacheName(std::string_view name) {
   if (absl::StatusOr<catcache::SyscacheProfile> p = catcache::BuiltinProfile(name); !p.ok()) return p.status();
   return std::string(name);
+}
+
+absl::StatusOr<std::vector<std::string>> ParseBaseline(const std::string& text) {
+  const std::vector<std::string> parts = absl::StrSplit(text, '/');
+  if (parts.size() < 2 || parts.size() > lifecycle::kNamedDimensions) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--baseline=", Quoted(text), ": expected layout/exit-check[/catcache[/syscache]], e.g. array/always"));
+  }
+  const std::function<absl::Status(std::string_view)> kChecks[lifecycle::kNamedDimensions] = {
+      [](std::string_view v) { return buffers::ParseLayout(v).status(); },
+      [](std::string_view v) { return buffers::ParseExitCheckPolicy(v).status(); },
+      [](std::string_view v) { return catcache::ParseBucketStrategy(v).status(); },
+      [](std::string_view v) { return ParseSyscacheName(v).status(); },
+  };
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (absl::Status s = kChecks[i](parts[i]); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--baseline=", Quoted(text), ": ", s.message()));
+    }
+  }
+  return parts;
+}
+
+lifecycle::CycleOptions WithConfiguration(lifecycle::CycleOptions options, std::span<const std::string> names) {
+  lifecycle::BackendConfig& b = options.backend;
+  // ParseBaseline checked every name: these cannot fail.
+  b.layout = *buffers::ParseLayout(names[0]);
+  b.exit_check = *buffers::ParseExitCheckPolicy(names[1]);
+  if (names.size() > 2) b.catcache = *catcache::ParseBucketStrategy(names[2]);
+  if (names.size() > 3) b.syscache = names[3];
+  return options;
 }
 
 absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags, bool with_configuration) {

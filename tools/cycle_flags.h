@@ -4,8 +4,10 @@
 #define BACKENDLAB_TOOLS_CYCLE_FLAGS_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -20,6 +22,13 @@ absl::StatusOr<absl::Duration> ParseDuration(std::string_view text);
 
 // A built-in syscache profile's name (pg90, pg17), or InvalidArgument.
 absl::StatusOr<std::string> ParseSyscacheName(std::string_view name);
+
+// --baseline: layout/exit-check[/catcache[/syscache]], each name checked;
+// InvalidArgument naming the flag otherwise.
+absl::StatusOr<std::vector<std::string>> ParseBaseline(const std::string& text);
+
+// `options` running the configuration ParseBaseline's `names` give.
+lifecycle::CycleOptions WithConfiguration(lifecycle::CycleOptions options, std::span<const std::string> names);
 
 // The options of one cycle from the flags `cycle` takes. `compare` passes
 // with_configuration = false: its layouts, exit-checks, shared-buffers,

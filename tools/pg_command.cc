@@ -15,7 +15,9 @@
 #include "absl/strings/str_join.h"
 #include "base/cpus.h"
 #include "pgreal/pg_run.h"
+#include "tools/exports_report.h"
 #include "tools/flags.h"
+#include "tools/html_report.h"
 #include "tools/machine_header.h"
 #include "tools/pg_flags.h"
 #include "tools/pg_profile_report.h"
@@ -42,7 +44,8 @@ std::string PgUsage() {
       FlagsHelp(PgFlags()));
 }
 
-absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) {
+absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& terminal) {
+  Transcript out(terminal);  // what is printed, kept for --html
   absl::StatusOr<Flags> flags = Flags::Parse(args, PgFlags());
   if (!flags.ok()) return flags.status();
   absl::StatusOr<bool> explain = flags->GetBool("explain-phases");
@@ -50,6 +53,8 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
   if (*explain) return ExplainPhasesOf(*flags, out);
   absl::StatusOr<pgreal::PgRunOptions> options = OptionsFromFlags(*flags);
   if (!options.ok()) return options.status();
+  // The exports' files, checked before the run as --json's are.
+  if (absl::StatusOr<ExportRequest> exports = ExportRequestFromFlags(*flags); !exports.ok()) return exports.status();
   // --profile's default --out too, before the run rather than after it.
   if (absl::Status s = CheckOutputPaths(*flags, !options->profilers.empty() ? ProfileDirectory(*flags) : ""); !s.ok()) {
     return s;
@@ -90,6 +95,8 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
   }
   out << "\n";
 
+  std::vector<HtmlPage::Figure> figures;
+  std::vector<profiling::TraceSpan> timeline;
   Report report = PgTable(*result, options->precision.half_width);
   report.PrintText(out);
   PrintPgNotes(*result, *options, out);
@@ -99,7 +106,14 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
   if (!options->profilers.empty()) {
     absl::StatusOr<int64_t> top_n = TopN(*flags);
     if (!top_n.ok()) return top_n.status();
-    if (absl::Status s = ReportPgProfiles(*result, ProfileDirectory(*flags), *top_n, out, header); !s.ok()) return s;
+    absl::StatusOr<ExportRequest> exports = ExportRequestFromFlags(*flags);
+    if (!exports.ok()) return exports.status();
+    if (absl::Status s = ReportPgProfiles(*result, ProfileDirectory(*flags), *top_n, *exports, out, header,
+                                          flags->Has("html") ? &figures : nullptr,
+                                          flags->Has("html") ? &timeline : nullptr);
+        !s.ok()) {
+      return s;
+    }
   }
 
   header["command"] = "pg";
@@ -126,7 +140,17 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& out) 
   }
   if (!result->targets.empty()) header["settings"] = SettingsJson(result->targets[0].settings);
   report.SetHeader(header);
-  return report.WriteFiles(flags->Get("json"), flags->Get("csv"));
+  if (absl::Status s = report.WriteFiles(flags->Get("json"), flags->Get("csv")); !s.ok()) return s;
+  if (flags->Has("html")) {
+    out << "page: " << flags->Get("html") << "\n";
+    HtmlPage page = PageOf("backendlab pg", header, report, out.text());
+    page.chart_key = "server_cpu_us";
+    page.chart_title = "server CPU us per connection, median of the rounds, 95 % interval";
+    page.figures = std::move(figures);
+    page.timeline = std::move(timeline);
+    if (absl::Status s = WriteHtml(flags->Get("html"), page); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace backendlab::tools

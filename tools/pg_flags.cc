@@ -13,6 +13,7 @@
 #include "buffers/shared_buffers.h"
 #include "pgreal/phase_rules.h"
 #include "tools/cycle_flags.h"
+#include "tools/exports_report.h"
 
 namespace backendlab::tools {
 namespace {
@@ -50,6 +51,7 @@ constexpr FlagSpec kFlags[] = {
     {"frequency", "", "with --profile: samples per second, 1..10000 (default 999): perf's per CPU, the built-in sampler's per second of each process's CPU time"},
     {"json", "", "also write the results as JSON to this file"},
     {"csv", "", "also write the rows as CSV to this file"},
+    {"html", "", "also write one self-contained HTML page of the run: the table, a chart, with --profile the flame graphs and the timeline"},
 };
 
 
@@ -84,7 +86,14 @@ absl::StatusOr<std::vector<pgreal::Profiler>> ProfilersOf(const Flags& flags) {
 
 }  // namespace
 
-std::span<const FlagSpec> PgFlags() { return kFlags; }
+std::span<const FlagSpec> PgFlags() {
+  static const std::vector<FlagSpec> all = [] {
+    std::vector<FlagSpec> v(std::begin(kFlags), std::end(kFlags));
+    v.insert(v.end(), ExportFlagSpecs().begin(), ExportFlagSpecs().end());
+    return v;
+  }();
+  return all;
+}
 
 absl::StatusOr<int64_t> TopN(const Flags& flags) { return flags.Has("top") ? flags.GetInt("top", 1, 1000) : 15; }
 std::string ProfileDirectory(const Flags& flags) { return flags.Has("out") ? flags.Get("out") : "backendlab-pg-profile"; }
@@ -254,10 +263,17 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
   }
   options.profilers = *profilers;
   options.profile_options.frequency_hz = static_cast<int>(*frequency);
-  for (const char* flag : {"out", "top", "frequency"}) {
+  for (const char* flag : {"out", "top", "frequency", "pprof", "speedscope", "trace"}) {
     if (flags.Has(flag) && options.profilers.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("--", flag, " goes with --profile"));
     }
+  }
+  // A trace is drawn from samples in time: perf's carry one, the built-in
+  // sampler's do not.
+  if (flags.Has("trace") &&
+      std::find(options.profilers.begin(), options.profilers.end(), pgreal::Profiler::kPerf) == options.profilers.end()) {
+    return absl::InvalidArgumentError(
+        "--trace draws perf's samples in time; the built-in sampler's carry none: use --profile=perf or builtin,perf");
   }
   return options;
 }

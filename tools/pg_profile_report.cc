@@ -16,7 +16,9 @@
 #include "pgreal/phase_rules.h"
 #include "profiling/profile_views.h"
 #include "tools/flags.h"
+#include "tools/diff_report.h"
 #include "tools/profile_report.h"
+#include "tools/report.h"
 
 namespace backendlab::tools {
 namespace {
@@ -135,19 +137,10 @@ ProfileAgreement PrintPgProfileAgreement(std::ostream& out, const pgreal::Server
 }
 
 absl::Status WritePgProfile(const std::string& dir, const pgreal::ServerProfile& profile,
-                            std::vector<std::string>& written) {
+                            std::vector<std::string>& written, std::string* phases_svg) {
   std::vector<profiling::ProfileView> views;
   views.push_back({"all", "PostgreSQL server: every sample, by process", profile.stacks});
-  profiling::FoldedStacks phases;
-  for (const auto& [phase, stacks] : profile.by_phase) {
-    for (const auto& [stack, count] : stacks.stacks()) {
-      std::vector<std::string> frames;
-      for (std::string_view f : profiling::SplitFrames(stack)) frames.emplace_back(f);
-      frames.insert(frames.begin() + 1, absl::StrCat("[", phase, "]"));
-      phases.Add(frames, count);
-    }
-  }
-  views.push_back({"phases", "PostgreSQL server: samples by process and phase", std::move(phases)});
+  views.push_back({"phases", "PostgreSQL server: samples by process and phase", pgreal::LabeledStacks(profile)});
   for (const pgreal::PhaseSamples& p : profile.phases) {
     auto it = profile.by_phase.find(p.phase);
     if (it == profile.by_phase.end() || it->second.total_samples() == 0) continue;
@@ -155,13 +148,14 @@ absl::Status WritePgProfile(const std::string& dir, const pgreal::ServerProfile&
   }
   for (const profiling::ProfileView& view : views) {
     if (view.stacks.total_samples() == 0) continue;
-    if (absl::Status s = WriteView(dir, view, written); !s.ok()) return s;
+    if (absl::Status s = WriteView(dir, view, written, view.name == "phases" ? phases_svg : nullptr); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
 
 absl::Status ReportPgProfiles(const pgreal::PgResult& result, const std::string& dir, int64_t top_n,
-                              std::ostream& out, nlohmann::json& header) {
+                              const ExportRequest& exports, std::ostream& out, nlohmann::json& header,
+                              std::vector<HtmlPage::Figure>* figures, std::vector<profiling::TraceSpan>* timeline) {
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(dir), ": ", std::strerror(errno)));
   }
@@ -185,7 +179,12 @@ absl::Status ReportPgProfiles(const pgreal::PgResult& result, const std::string&
         return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(subdir), ": ", std::strerror(errno)));
       }
       std::vector<std::string> written;
-      if (absl::Status s = WritePgProfile(subdir, p, written); !s.ok()) return s;
+      std::string svg;
+      if (absl::Status s = WritePgProfile(subdir, p, written, figures != nullptr ? &svg : nullptr); !s.ok()) return s;
+      if (figures != nullptr && !svg.empty()) {
+        figures->push_back({absl::StrCat(t.label, ": where the server's time goes, by process and phase (", p.profiler, ")"),
+                            std::move(svg)});
+      }
       out << "folded stacks and flame graphs (" << written.size() << " files) in " << subdir
           << "/: all.svg by process, phases.svg by process and phase, phase-NAME.svg each\n";
       by_profiler[builtin][t.label] = ProfileJson(t, p);
@@ -238,26 +237,57 @@ absl::Status ReportPgProfiles(const pgreal::PgResult& result, const std::string&
                                f.total_percent, base);
       }
     }
-    nlohmann::json grown = nlohmann::json::array();
-    if (!c.grown.empty()) {
-      out << "grew most, by its own samples (the leaf frame; every process's): server CPU per connection they are\n"
-             "given, "
-          << base << " -> " << row << ", self and total (anywhere on the stack):\n";
+    // The difference stack by stack: its flame graph beside the row's own.
+    const std::string subdir = absl::StrCat(dir, "/", ProfileSubdirectory(t.label),
+                                            c.profiler == pgreal::ProfilerName(pgreal::Profiler::kBuiltin) ? "-builtin" : "");
+    std::vector<std::string> written;
+    std::string svg;
+    const std::string title = absl::StrCat(t.label, " against ", b.label, " (", c.profiler, ")");
+    if (absl::Status s = WriteDiff(subdir, "diff", title, c.diff, written, figures != nullptr ? &svg : nullptr); !s.ok()) {
+      return s;
     }
-    for (const pgreal::FunctionChange& f : c.grown) {
-      out << absl::StrFormat("  %-36s self %7.0f -> %7.0f us %+7.0f   total %7.0f -> %7.0f us\n", f.name,
-                             f.stock_self_us, f.changed_self_us, f.changed_self_us - f.stock_self_us, f.stock_us,
-                             f.changed_us);
-      grown.push_back({{"name", f.name},
-                       {"stock_self_us", f.stock_self_us},
-                       {"changed_self_us", f.changed_self_us},
-                       {"stock_us", f.stock_us},
-                       {"changed_us", f.changed_us}});
-    }
+    if (figures != nullptr) figures->push_back({absl::StrCat("differential flame graph: ", title), std::move(svg)});
+    PrintDiffTop(c.diff, out);
+    out << "(one recorded pass of each: no interval) differential flame graph: " << written[1]
+        << " (red grew, blue shrank; " << written[0] << ": stack A B)\n";
     changes[absl::StrCat(t.label, " (", c.profiler, ")")] = {
-        {"baseline", b.label}, {"profiler", c.profiler}, {"phases", phases}, {"gone", gone}, {"grown", grown}};
+        {"baseline", b.label}, {"profiler", c.profiler}, {"phases", phases}, {"gone", gone}, {"diff", DiffJson(c.diff)}};
   }
   if (!changes.empty()) header["profile_changes"] = changes;
+  if (exports.any() || timeline != nullptr) {
+    // Every profiled row in one file each: perf's profile where there is
+    // one (its samples carry time, for the trace), else the built-in's.
+    std::vector<profiling::FoldedStacks> labeled;
+    std::vector<const pgreal::PgTargetResult*> rows;
+    std::vector<const pgreal::ServerProfile*> profiles;
+    for (const pgreal::PgTargetResult& t : result.targets) {
+      if (t.profiles.empty()) continue;
+      const pgreal::ServerProfile* p = &t.profiles.front();
+      for (const pgreal::ServerProfile& q : t.profiles) {
+        if (q.profiler == pgreal::ProfilerName(pgreal::Profiler::kPerf)) p = &q;
+      }
+      rows.push_back(&t);
+      profiles.push_back(p);
+      labeled.push_back(pgreal::LabeledStacks(*p));
+    }
+    profiling::ExportInput input{.title = "backendlab pg --profile", .sources = {}, .role = ProcessRole};
+    std::vector<profiling::TraceSpan> spans;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      input.sources.push_back({rows[i]->label, &labeled[i], 1'000'000'000LL / std::max(profiles[i]->frequency_hz, 1)});
+      for (profiling::TraceSpan& span : pgreal::TraceSpans(*profiles[i], exports.trace_connections)) {
+        span.process = absl::StrCat(rows[i]->label, ": ", span.process);
+        spans.push_back(std::move(span));
+      }
+    }
+    if (exports.any()) {
+      std::vector<std::string> written;
+      if (absl::Status s = WriteExports(exports, input, spans, written); !s.ok()) return s;
+      out << "\nexports:";
+      for (const std::string& f : written) out << " " << f;
+      out << (spans.empty() && !exports.trace.empty() ? " (the trace holds no span: no sample in time)" : "") << "\n";
+    }
+    if (timeline != nullptr) *timeline = std::move(spans);
+  }
   header["profiles"] = by_profiler[0];
   header["builtin_profiles"] = by_profiler[1];
   if (!agreement.empty()) header["profile_agreement"] = agreement;

@@ -12,6 +12,8 @@
 #include "absl/status/status.h"
 #include "nlohmann/json.hpp"
 #include "pgreal/pg_run.h"
+#include "tools/exports_report.h"
+#include "tools/html_report.h"
 #include "pgreal/server_profile.h"
 
 namespace backendlab::tools {
@@ -22,8 +24,12 @@ namespace backendlab::tools {
 // the built-in sampler's beside it, "15-128MB-builtin/"), and adds them to
 // the JSON header: `profiles` (perf's, as before), `builtin_profiles`, and
 // with both `profile_agreement`.
+// With `figures`, each row's phases flame graph and each diff are added
+// to it (an HTML page's); with `timeline`, the rows' spans (perf's).
 absl::Status ReportPgProfiles(const pgreal::PgResult& result, const std::string& dir, int64_t top_n,
-                              std::ostream& out, nlohmann::json& header);
+                              const ExportRequest& exports, std::ostream& out, nlohmann::json& header,
+                              std::vector<HtmlPage::Figure>* figures = nullptr,
+                              std::vector<profiling::TraceSpan>* timeline = nullptr);
 
 // The recording line (the profiler, unwinder, rate, seconds, samples kept
 // and dropped), the phase table (phase, samples, % of the server's samples,
@@ -50,9 +56,9 @@ ProfileAgreement PrintPgProfileAgreement(std::ostream& out, const pgreal::Server
 // Writes into `dir`: all.folded/.svg (every server sample under its role),
 // phases.folded/.svg (under role and "[phase]") and phase-NAME.folded/.svg
 // for each phase with samples (unclaimed too), through WriteView; adds each
-// file to `written`.
+// file to `written`, and the phases graph's SVG to `phases_svg` if given.
 absl::Status WritePgProfile(const std::string& dir, const pgreal::ServerProfile& profile,
-                            std::vector<std::string>& written);
+                            std::vector<std::string>& written, std::string* phases_svg = nullptr);
 
 }  // namespace backendlab::tools
 

@@ -7,16 +7,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/compiler.h"
+#include "base/interleaved.h"
+#include "base/interrupt.h"
+#include "buffers/exit_check.h"
+#include "buffers/refcount_table.h"
 #include "lifecycle/cycle.h"
 #include "lifecycle/profile_run.h"
 #include "profiling/perf_record.h"
@@ -24,6 +30,10 @@
 #include "tools/cycle_command.h"
 #include "tools/cycle_flags.h"
 #include "tools/cycle_report.h"
+#include "tools/diff_report.h"
+#include "tools/exports_report.h"
+#include "tools/html_report.h"
+#include "tools/machine_header.h"
 #include "tools/profile_report.h"
 #include "tools/report.h"
 
@@ -37,18 +47,23 @@ constexpr FlagSpec kProfileFlags[] = {
     {"out", "backendlab-profile", "directory for the folded stacks, flame graphs and summary (created)"},
     {"top", "15", "functions in the top-N tables"},
     {"perf", "off", "on (or --perf alone): also run the workload under perf record -e cpu-clock --call-graph=fp, side by side"},
+    {"baseline", "", "layout/exit-check[/catcache[/syscache]]: also profile that configuration, same flags, first; write and print this one's diff against it"},
+    {"html", "", "also write one self-contained HTML page: the phase table, the flame graphs (the diff too), the phase timeline"},
 };
 
 std::vector<FlagSpec> AllFlags() {
   std::vector<FlagSpec> all(CycleFlagSpecs().begin(), CycleFlagSpecs().end());
   all.insert(all.end(), std::begin(kProfileFlags), std::end(kProfileFlags));
+  all.insert(all.end(), ExportFlagSpecs().begin(), ExportFlagSpecs().end());
   return all;
 }
 
 // Whether `arg` is one of profile's own flags (--name=value, or an on/off
 // flag alone), which `cycle` under perf must not be given.
 bool IsProfileFlag(std::string_view arg) {
-  for (const FlagSpec& f : kProfileFlags) {
+  std::vector<FlagSpec> own(std::begin(kProfileFlags), std::end(kProfileFlags));
+  own.insert(own.end(), ExportFlagSpecs().begin(), ExportFlagSpecs().end());
+  for (const FlagSpec& f : own) {
     const std::string flag = absl::StrCat("--", std::string(f.name));
     if (arg == flag || arg.starts_with(flag + "=")) return true;
   }
@@ -84,6 +99,32 @@ absl::StatusOr<profiling::FoldedStacks> RecordUnderPerf(std::span<const std::str
         absl::StrCat("--perf: ", folded.status().message(), "; the built-in profile above stands"));
   }
   return folded;
+}
+
+// "hash/assert": the configuration's name as compare's rows have it.
+std::string ConfigurationName(const lifecycle::CycleOptions& o) {
+  return absl::StrCat(std::string(buffers::LayoutName(o.backend.layout)), "/",
+                      std::string(buffers::ExitCheckPolicyName(o.backend.exit_check)));
+}
+
+// `run` against `base`, both in microseconds of the sampled clock per
+// measured connection: a sample is 1/frequency s of it.
+profiling::FoldedDiff ProfileDiff(const lifecycle::CycleOptions& options, const lifecycle::ProfileRun& base,
+                                  const std::string& base_name, const lifecycle::ProfileRun& run) {
+  const profiling::SamplerOptions& sampler = *options.sampler;
+  auto all = [](const lifecycle::ProfileRun& r) -> const profiling::FoldedStacks& {
+    static const profiling::FoldedStacks kNone;
+    for (const profiling::ProfileView& v : r.views.views) {
+      if (v.name == "all") return v.stacks;
+    }
+    return kNone;  // no sample at all
+  };
+  auto per_sample = [&](const lifecycle::ProfileRun& r) {
+    return 1e6 / sampler.frequency_hz / static_cast<double>(std::max<int64_t>(r.cycle.connections, 1));
+  };
+  return profiling::FoldedDiff::Of(
+      {&all(base), per_sample(base), base_name}, {&all(run), per_sample(run), ConfigurationName(options)},
+      sampler.clock == profiling::SampleClock::kCpu ? "us of CPU per connection" : "us of wall time per connection");
 }
 
 }  // namespace
@@ -130,6 +171,14 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
         "--perf records CPU time (cpu-clock): with --clock=wall the two rankings would be of different clocks; "
         "use --clock=cpu to compare them");
   }
+  absl::StatusOr<ExportRequest> exports = ExportRequestFromFlags(*flags);
+  if (!exports.ok()) return exports.status();
+  std::optional<std::vector<std::string>> baseline;
+  if (flags->Has("baseline")) {
+    absl::StatusOr<std::vector<std::string>> names = ParseBaseline(flags->Get("baseline"));
+    if (!names.ok()) return names.status();
+    baseline = *names;
+  }
   // Found out now, not after the run: an --out that is a file or not
   // writable. It is created only once there is a profile to put in it.
   if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;
@@ -139,6 +188,30 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
     options->progress = [](const std::string& line) { std::fprintf(stderr, "\r%s\033[K", line.c_str()); };
   }
 
+  // The baseline first, with the same flags but its configuration.
+  std::optional<lifecycle::ProfileRun> base_run;
+  if (baseline) {
+    absl::StatusOr<lifecycle::ProfileRun> r = lifecycle::RunProfile(WithConfiguration(*options, *baseline));
+    if (!r.ok()) {
+      if (options->progress) std::fprintf(stderr, "\r\033[K");
+      return r.status();
+    }
+    base_run = *std::move(r);
+  }
+  if (base_run && base_run->cycle.interrupted) {
+    if (options->progress) std::fprintf(stderr, "\r\033[K");
+    return StoppedStatus();  // the baseline's run was cut short: nothing to set against
+  }
+  // The trace's backends: the first --trace-connections measured ones'
+  // records, kept as they arrive (in the order they are reaped).
+  std::vector<lifecycle::BackendRecord> traced;
+  const bool html = flags->Has("html");
+  if (!exports->trace.empty() || html) {
+    const int64_t first = options->hold + options->warmup, k = exports->trace_connections;
+    options->on_record = [&traced, first, k](const lifecycle::BackendRecord& r) {
+      if (r.sequence - first < k) traced.push_back(r);
+    };
+  }
   absl::StatusOr<lifecycle::ProfileRun> run = lifecycle::RunProfile(*options);
   if (options->progress) std::fprintf(stderr, "\r\033[K");
   if (!run.ok()) return run.status();
@@ -146,8 +219,27 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
     return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(dir), ": ", std::strerror(errno)));
   }
   std::vector<std::string> written;
+  std::vector<HtmlPage::Figure> figures;
   for (const profiling::ProfileView& view : run->views.views) {
-    if (absl::Status s = WriteView(dir, view, written); !s.ok()) return s;
+    std::string svg;
+    const bool shown = html && (view.name == "all" || view.name == "phases");
+    if (absl::Status s = WriteView(dir, view, written, shown ? &svg : nullptr); !s.ok()) return s;
+    if (shown) figures.push_back({view.title, std::move(svg)});
+  }
+  std::optional<profiling::FoldedDiff> diff;
+  if (base_run && !run->cycle.interrupted) {
+    const std::string base_dir = dir + "/baseline";
+    if (mkdir(base_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(base_dir), ": ", std::strerror(errno)));
+    }
+    for (const profiling::ProfileView& view : base_run->views.views) {
+      if (absl::Status s = WriteView(base_dir, view, written); !s.ok()) return s;
+    }
+    diff = ProfileDiff(*options, *base_run, absl::StrJoin(*baseline, "/"), *run);
+    const std::string title = absl::StrCat(ConfigurationName(*options), " against ", absl::StrJoin(*baseline, "/"));
+    std::string svg;
+    if (absl::Status s = WriteDiff(dir, "diff", title, *diff, written, html ? &svg : nullptr); !s.ok()) return s;
+    if (html) figures.push_back({absl::StrCat("differential flame graph: ", title), std::move(svg)});
   }
 
   // Everything printed also goes to summary.txt.
@@ -181,14 +273,44 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
     }
   }
 
+  std::vector<profiling::TraceSpan> spans;
+  std::sort(traced.begin(), traced.end(), [](const lifecycle::BackendRecord& x, const lifecycle::BackendRecord& y) {
+    return x.sequence < y.sequence;
+  });
+  for (const lifecycle::BackendRecord& r : traced) {
+    for (profiling::TraceSpan& span : lifecycle::SpansOf(r)) spans.push_back(std::move(span));
+  }
+  if (exports->any() && !run->cycle.interrupted) {
+    const profiling::ExportInput input{
+        .title = ConfigLine(*options),
+        .sources = {{ConfigurationName(*options), &run->views.labeled, 1'000'000'000LL / sampler.frequency_hz}},
+        .role = ProcessRole};
+    if (absl::Status s = WriteExports(*exports, input, spans, written); !s.ok()) return s;
+    if (run->views.labeled.total_samples() == 0) text << "\nexports: no sample was taken; the files hold none\n";
+  }
+  if (diff) {
+    text << "\nagainst the baseline (--baseline, profiled first with the same flags; one run each: no interval):\n";
+    PrintDiffTop(*diff, text);
+  }
   text << "\nfiles:\n";
   for (const std::string& f : written) text << "  " << f << "\n";
   flush();
   if (absl::Status s = WriteTextFile(dir + "/summary.txt", printed); !s.ok()) return s;
-  if (flags->Has("json") || flags->Has("csv")) {
+  if (flags->Has("json") || flags->Has("csv") || html) {
     Report report = PhaseReport(run->summary, options->backend.counters);
-    report.SetHeader(ProfileHeader(*options, *run, top));
+    nlohmann::json header = ProfileHeader(*options, *run, top);
+    if (diff) header["diff"] = DiffJson(*diff);
+    report.SetHeader(header);
     if (absl::Status s = report.WriteFiles(flags->Get("json"), flags->Get("csv")); !s.ok()) return s;
+    if (html) {
+      out << "page: " << flags->Get("html") << "\n";
+      HtmlPage page = PageOf(absl::StrCat("backendlab profile: ", ConfigurationName(*options)), header, report, printed);
+      page.chart_key = "cpu_us";
+      page.chart_title = "CPU us per backend, by phase (the phase counters)";
+      page.figures = std::move(figures);
+      page.timeline = std::move(spans);
+      if (absl::Status s = WriteHtml(flags->Get("html"), page); !s.ok()) return s;
+    }
   }
   if (absl::Status s = lifecycle::RunOutcome(run->cycle, run->summary); !s.ok()) return s;
   if (!run->cycle.samples_status.ok()) return run->cycle.samples_status;

@@ -82,15 +82,16 @@ void PrintPerfProfile(std::ostream& out, const profiling::FoldedStacks& perf_bac
                          profiling::CommonTop(top, perf_top, 5));
 }
 
-absl::Status WriteView(const std::string& dir, const profiling::ProfileView& view, std::vector<std::string>& written) {
+absl::Status WriteView(const std::string& dir, const profiling::ProfileView& view, std::vector<std::string>& written,
+                       std::string* svg) {
   const std::string folded = absl::StrCat(dir, "/", view.name, ".folded");
   if (absl::Status s = WriteTextFile(folded, view.stacks.ToText()); !s.ok()) return s;
   written.push_back(folded);
-  const std::string svg = absl::StrCat(dir, "/", view.name, ".svg");
-  if (absl::Status s = WriteTextFile(svg, profiling::RenderFlameGraphSvg(view.stacks, {.title = view.title})); !s.ok()) {
-    return s;
-  }
-  written.push_back(svg);
+  const std::string path = absl::StrCat(dir, "/", view.name, ".svg");
+  const std::string drawn = profiling::RenderFlameGraphSvg(view.stacks, {.title = view.title});
+  if (absl::Status s = WriteTextFile(path, drawn); !s.ok()) return s;
+  written.push_back(path);
+  if (svg != nullptr) *svg = drawn;
   return absl::OkStatus();
 }
 

@@ -27,8 +27,10 @@ void PrintProfile(std::ostream& out, const lifecycle::CycleOptions& options, con
 void PrintPerfProfile(std::ostream& out, const profiling::FoldedStacks& perf_backends, int64_t top_n,
                       const std::vector<profiling::FunctionSamples>& top);
 
-// Writes `view` as dir/NAME.folded and dir/NAME.svg, and adds both to `written`.
-absl::Status WriteView(const std::string& dir, const profiling::ProfileView& view, std::vector<std::string>& written);
+// Writes `view` as dir/NAME.folded and dir/NAME.svg, and adds both to
+// `written`; the SVG also into `svg` when given (an HTML page's figure).
+absl::Status WriteView(const std::string& dir, const profiling::ProfileView& view, std::vector<std::string>& written,
+                       std::string* svg = nullptr);
 
 // The --json/--csv header: machine, command, config, summary, sampler, top.
 nlohmann::json ProfileHeader(const lifecycle::CycleOptions& options, const lifecycle::ProfileRun& run,

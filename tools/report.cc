@@ -179,7 +179,7 @@ absl::Status CheckOutputFile(std::string_view flag, const std::string& path) {
 }
 
 absl::Status CheckOutputPaths(const Flags& flags, const std::string& default_out) {
-  for (std::string_view flag : {"json", "csv", "svg"}) {
+  for (std::string_view flag : {"json", "csv", "svg", "html"}) {
     if (!flags.Has(flag)) continue;
     if (absl::Status s = CheckOutputFile(flag, flags.Get(flag)); !s.ok()) return s;
   }
@@ -223,6 +223,14 @@ void Report::PrintText(std::ostream& out) const {
     for (size_t i = 0; i < shown.size(); ++i) emit(shown[i], TextOf(row[shown[i]], columns_[shown[i]].precision), i == 0);
     out << "\n";
   }
+}
+
+std::vector<Column> Report::SharedColumns() const {
+  std::vector<Column> shared;
+  for (const Column& c : columns_) {
+    if (!c.key.empty() && !c.heading.empty()) shared.push_back(c);
+  }
+  return shared;
 }
 
 nlohmann::json Report::ToJson() const {

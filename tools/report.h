@@ -83,6 +83,9 @@ class Report {
 
   void PrintText(std::ostream& out) const;
   nlohmann::json ToJson() const;  // {"header": {...}, "rows": [{key: value}, ...]}
+  // The columns the text table shows that JSON has too (a heading and a
+  // key): what an HTML page of the same JSON shows.
+  std::vector<Column> SharedColumns() const;
   void WriteCsv(std::ostream& out) const;
 
   // Writes JSON/CSV to `path`; an error names the file.
@@ -104,7 +107,7 @@ absl::Status WriteTextFile(const std::string& path, std::string_view text);
 
 // Checks, before a run starts, that each output a command was asked for can
 // be written, so that a typo in a path does not cost the whole run: --json,
-// --csv and --svg (files: the directory exists and is writable, and the path
+// --csv, --svg and --html (files: the directory exists and is writable, and the path
 // is not a directory nor an existing file we may not replace) and --out (a
 // directory: it exists and is writable, or can be created in its parent).
 // Nothing is created: a run that fails later leaves no empty file behind.

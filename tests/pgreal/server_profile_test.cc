@@ -3,6 +3,7 @@
 // needs a case the capture lacked) and on a real server (pgreal::Server).
 #include "pgreal/server_profile.h"
 
+#include <algorithm>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -289,6 +290,50 @@ TEST_F(BuiltinSamplerTest, SamplesBackendsForkedAfterStartAndRefusesAServerWitho
   const std::string stacks = profile->stacks.ToText();
   EXPECT_NE(stacks.find("PostgresMain"), std::string::npos);
   EXPECT_NE(stacks.find("InitPostgres"), std::string::npos);
+}
+
+// The index of `phase` in kPhaseNames, as a timeline records it.
+int32_t PhaseIndex(std::string_view phase) {
+  return static_cast<int32_t>(std::find(std::begin(kPhaseNames), std::end(kPhaseNames), phase) - std::begin(kPhaseNames));
+}
+
+// A timeline by hand: the postmaster forking, two backends, an auxiliary
+// process; at 1 kHz a run of samples one period apart is one span, a gap of
+// more than two periods starts another, and only the first `backends`
+// backends get a track.
+TEST(ServerProfileTest, TraceSpansAreRunsOfOneProcessInOnePhase) {
+  ServerProfile p;
+  p.frequency_hz = 1000;
+  p.postmaster_pid = 1;
+  p.aux_pids = {2};
+  const int64_t ms = 1'000'000;
+  p.timeline = {{1, 0, PhaseIndex("fork")},         {5, 1 * ms, PhaseIndex("init")},
+                {1, 1 * ms, PhaseIndex("fork")},    {5, 2 * ms, PhaseIndex("init")},
+                {2, 2 * ms, PhaseIndex("aux")},     {6, 3 * ms, PhaseIndex("init")},
+                {5, 3 * ms, PhaseIndex("exit")},    {5, 9 * ms, PhaseIndex("exit")},
+                {1, 6 * ms, PhaseIndex("fork")}};
+  const std::vector<profiling::TraceSpan> spans = TraceSpans(p, /*backends=*/1);
+  ASSERT_EQ(spans.size(), 5u);
+  auto is = [](const profiling::TraceSpan& s, int64_t pid, std::string_view name, int64_t start, int64_t dur) {
+    return s.pid == pid && s.name == name && s.start_ns == start && s.duration_ns == dur;
+  };
+  EXPECT_TRUE(is(spans[0], 1, "fork", 0, 2 * ms)) << "two samples a period apart: from the first to a period after the last";
+  EXPECT_EQ(spans[0].process, "postmaster");
+  EXPECT_TRUE(is(spans[1], 5, "init", 1 * ms, 2 * ms));
+  EXPECT_EQ(spans[1].process, "backend 5");
+  EXPECT_TRUE(is(spans[2], 5, "exit", 3 * ms, 1 * ms)) << "another phase: another span";
+  EXPECT_TRUE(is(spans[3], 5, "exit", 9 * ms, 1 * ms)) << "six periods later: another span";
+  EXPECT_TRUE(is(spans[4], 1, "fork", 6 * ms, 1 * ms)) << "four periods after its last span's end";
+  for (const profiling::TraceSpan& s : spans) EXPECT_NE(s.pid, 6) << "beyond the first backend";
+  for (const profiling::TraceSpan& s : spans) EXPECT_NE(s.pid, 2) << "an auxiliary process has no track";
+  EXPECT_TRUE(TraceSpans(ServerProfile{}, 10).empty()) << "no timeline (the built-in sampler's): no span";
+}
+
+TEST(ServerProfileTest, LabeledStacksPutEachSamplesPhaseAfterItsRole) {
+  ServerProfile p;
+  p.by_phase["init"].Add(std::vector<std::string>{"backend", "main", "InitPostgres"}, 3);
+  p.by_phase["reap"].Add(std::vector<std::string>{"postmaster", "main", "__wait4"}, 2);
+  EXPECT_EQ(LabeledStacks(p).ToText(), "backend;[init];main;InitPostgres 3\npostmaster;[reap];main;__wait4 2\n");
 }
 
 TEST(ProfileServerTest, NoSuchPostmasterIsNotFound) {

@@ -19,6 +19,8 @@ inline constexpr char kNeedsPerf[] = "perf";              // perf record, perf_e
 inline constexpr char kNeedsTracefs[] = "tracefs";        // syscall tracepoints: exact counts by kind
 inline constexpr char kNeedsPostgresql[] = "postgresql";  // Debian's PostgreSQL 15 server
 inline constexpr char kNeedsPgBouncer[] = "pgbouncer";
+inline constexpr char kNeedsChromium[] = "chromium";     // Debian's, driven by tests/browser's Playwright (npm ci)
+inline constexpr char kNeedsGo[] = "go";                 // Debian's golang-go: go tool pprof reads the pprof export
 // What a machine may lack without anything being wrong with the run.
 inline constexpr char kNeedsTwoCpus[] = "two CPUs";       // threads or processes running at once
 inline constexpr char kNeedsNetwork[] = "network";        // the npm registry, for fetched servers

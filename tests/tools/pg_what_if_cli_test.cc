@@ -77,11 +77,17 @@ TEST_F(PgWhatIfTest, ProfileSetsTheWhatIfsPhasesAgainstTheStockRows) {
   EXPECT_NEAR(stock, 100, 1e-6);
   EXPECT_NEAR(what_if, 100, 1e-6);
   EXPECT_TRUE(c["gone"].is_array());
-  ASSERT_TRUE(c["grown"].is_array());
-  for (const nlohmann::json& f : c["grown"]) {
-    EXPECT_GT(f["changed_self_us"].get<double>(), f["stock_self_us"].get<double>()) << "only functions that grew: " << f.dump();
-    EXPECT_GE(f["changed_us"].get<double>(), f["changed_self_us"].get<double>()) << "a function's total holds its self";
+  // The difference stack by stack, in server CPU per connection: what grew
+  // and what shrank, and its flame graph beside the what-if's own.
+  const nlohmann::json& diff = c["diff"];
+  ASSERT_TRUE(diff["grown"].is_array() && diff["shrunk"].is_array()) << diff.dump();
+  for (const nlohmann::json& f : diff["grown"]) {
+    EXPECT_GT(f["b_self"].get<double>(), f["a_self"].get<double>()) << "only functions that grew: " << f.dump();
+    EXPECT_GE(f["b_total"].get<double>(), f["b_self"].get<double>()) << "a function's total holds its self";
   }
+  for (const nlohmann::json& f : diff["shrunk"]) EXPECT_LT(f["b_self"].get<double>(), f["a_self"].get<double>());
+  EXPECT_EQ(diff["unit"], "us of server CPU per connection");
+  EXPECT_EQ(access((dir_ + "/profile/15-128MB-+quick-exit-builtin/diff.svg").c_str(), R_OK), 0);
   ExpectNoServerLeft();
 }
 

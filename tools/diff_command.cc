@@ -1,0 +1,142 @@
+// `backendlab diff A.folded B.folded`: a differential profile of two folded
+// files, per connection or per second of CPU.
+#include "tools/diff_command.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "profiling/folded_diff.h"
+#include "tools/diff_report.h"
+#include "tools/flags.h"
+#include "tools/machine_header.h"
+#include "tools/report.h"
+
+namespace backendlab::tools {
+namespace {
+
+constexpr FlagSpec kFlags[] = {
+    {"out", "backendlab-diff", "directory for diff.folded (stack A B) and diff.svg (the differential flame graph)"},
+    {"connections", "", "A,B: the connections each profile covers; values are then per connection"},
+    {"frequency", "", "with --connections: samples per second of CPU both were taken at (the sampler's --frequency, perf's -F); values are then us per connection"},
+    {"names", "", "A,B: what to call the two profiles (default: their file names)"},
+    {"json", "", "also write the summary as JSON to this file"},
+};
+
+absl::StatusOr<profiling::FoldedStacks> ReadFolded(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read ", Quoted(path)));
+  absl::StatusOr<profiling::FoldedStacks> stacks = profiling::FoldedStacks::Parse(text.str());
+  if (!stacks.ok()) return absl::InvalidArgumentError(absl::StrCat(Quoted(path), ": ", stacks.status().message()));
+  return stacks;
+}
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+std::string DiffUsage() {
+  return absl::StrCat(
+      "usage: backendlab diff A.folded B.folded [flags]\n"
+      "Two folded profiles of one workload, B set against A: a folded diff, a differential flame graph\n"
+      "(red: grew, blue: shrank) and the functions that grew and shrank most. Values are per second of\n"
+      "sampled CPU (each profile's samples over its total), or per connection with --connections.\n\n",
+      FlagsHelp(kFlags));
+}
+
+absl::Status RunDiffCommand(std::span<const std::string> args, std::ostream& out) {
+  std::vector<std::string> files, flag_args;
+  for (const std::string& a : args) (a.rfind("--", 0) == 0 ? flag_args : files).push_back(a);
+  if (files.size() != 2) {
+    return absl::InvalidArgumentError(absl::StrCat("give two folded files, A and B (", files.size(), " given)"));
+  }
+  absl::StatusOr<Flags> flags = Flags::Parse(flag_args, kFlags);
+  if (!flags.ok()) return flags.status();
+  std::vector<std::string> names = {BaseName(files[0]), BaseName(files[1])};
+  if (flags->Has("names")) {
+    absl::StatusOr<std::vector<std::string>> given = flags->GetList("names");
+    if (!given.ok()) return given.status();
+    if (given->size() != 2) return absl::InvalidArgumentError("--names takes two names, A,B");
+    names = *given;
+  }
+  std::vector<int64_t> connections;
+  if (flags->Has("connections")) {
+    // Two profiles may cover as many connections: not a list of distinct items.
+    const std::vector<std::string> parts = absl::StrSplit(flags->Get("connections"), ',');
+    int64_t n[2] = {0, 0};
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &n[0]) || !absl::SimpleAtoi(parts[1], &n[1]) || n[0] < 1 ||
+        n[1] < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--connections: ", Quoted(flags->Get("connections")), " is not two counts A,B (each >= 1)"));
+    }
+    connections = {n[0], n[1]};
+  }
+  double frequency = 0;
+  if (flags->Has("frequency")) {
+    if (connections.empty()) return absl::InvalidArgumentError("--frequency goes with --connections");
+    absl::StatusOr<int64_t> hz = flags->GetInt("frequency", 1, 100'000);
+    if (!hz.ok()) return hz.status();
+    frequency = static_cast<double>(*hz);
+  }
+  if (absl::Status s = CheckOutputPaths(*flags, flags->Get("out")); !s.ok()) return s;
+  absl::StatusOr<profiling::FoldedStacks> a = ReadFolded(files[0]);
+  if (!a.ok()) return a.status();
+  absl::StatusOr<profiling::FoldedStacks> b = ReadFolded(files[1]);
+  if (!b.ok()) return b.status();
+
+  // What one sample of each is worth.
+  std::string unit;
+  double a_per = 0, b_per = 0;
+  if (connections.empty()) {
+    unit = "ms per second of sampled CPU";
+    a_per = a->total_samples() > 0 ? 1000.0 / static_cast<double>(a->total_samples()) : 0;
+    b_per = b->total_samples() > 0 ? 1000.0 / static_cast<double>(b->total_samples()) : 0;
+  } else if (frequency > 0) {
+    unit = "us per connection";
+    a_per = 1e6 / frequency / static_cast<double>(connections[0]);
+    b_per = 1e6 / frequency / static_cast<double>(connections[1]);
+  } else {
+    unit = "samples per connection";
+    a_per = 1.0 / static_cast<double>(connections[0]);
+    b_per = 1.0 / static_cast<double>(connections[1]);
+  }
+  const profiling::FoldedDiff diff =
+      profiling::FoldedDiff::Of({&*a, a_per, names[0]}, {&*b, b_per, names[1]}, unit);
+
+  const std::string dir = flags->Get("out");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(dir), ": ", ec.message()));
+  std::vector<std::string> written;
+  if (absl::Status s = WriteDiff(dir, "diff", absl::StrCat(names[1], " against ", names[0]), diff, written); !s.ok()) {
+    return s;
+  }
+  out << absl::StrFormat("backendlab diff: B %s (%d samples) against A %s (%d samples)\n", files[1],
+                         b->total_samples(), files[0], a->total_samples());
+  for (const auto& [side, stacks] : {std::pair{"A", &*a}, std::pair{"B", &*b}}) {
+    if (stacks->total_samples() == 0) out << side << " has no samples: its side of the diff is empty\n";
+  }
+  PrintDiffTop(diff, out);
+  out << "files: " << written[0] << " (stack A B, FlameGraph's difffolded format), " << written[1] << "\n";
+  if (flags->Has("json")) {
+    nlohmann::json j = MachineHeader();
+    j["command"] = "diff";
+    j["files"] = files;
+    j["samples"] = {a->total_samples(), b->total_samples()};
+    j["diff"] = DiffJson(diff);
+    if (absl::Status s = WriteTextFile(flags->Get("json"), j.dump(2) + "\n"); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace backendlab::tools
