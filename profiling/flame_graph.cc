@@ -1,4 +1,4 @@
-// Flame graphs of folded stacks: the tree of a profile's stacks, drawn by
+// Flame graphs of folded stacks: a profile's stacks, sorted and laid out by
 // internal/flame_svg.
 #include "profiling/flame_graph.h"
 
@@ -8,22 +8,19 @@
 namespace backendlab::profiling {
 
 std::string RenderFlameGraphSvg(const FoldedStacks& stacks, const FlameGraphOptions& options) {
-  internal::FlameNode root;
+  std::vector<internal::FlameStack> sorted;
+  sorted.reserve(stacks.stacks().size());
+  double total = 0;
   for (const auto& [stack, count] : stacks.stacks()) {
-    const double n = static_cast<double>(count);
-    root.value += n;
-    internal::FlameNode* node = &root;
-    for (std::string_view frame : SplitFrames(stack)) {
-      node = &node->children[std::string(frame)];
-      node->value += n;
-    }
+    sorted.push_back({.stack = stack, .value = static_cast<double>(count)});
+    total += static_cast<double>(count);
   }
-  const double total = root.value;
+  internal::SortFlameStacks(sorted);
   internal::FlamePanel panel;
-  panel.root = &root;
-  panel.fill = [](const std::string& name, const internal::FlameNode&) { return internal::WarmColorOf(name); };
-  panel.title = [total](const std::string& name, const internal::FlameNode& node) {
-    return absl::StrFormat("%s (%.0f samples, %.2f%%)", name, node.value, total > 0 ? 100 * node.value / total : 0.0);
+  panel.stacks = &sorted;
+  panel.fill = [](const internal::FlameNode& node) { return internal::WarmColorOf(std::string(node.name)); };
+  panel.title = [total](const internal::FlameNode& node) {
+    return absl::StrFormat("%s (%.0f samples, %.2f%%)", node.name, node.value, total > 0 ? 100 * node.value / total : 0.0);
   };
   return internal::RenderFlameSvg(options.title, {panel}, options);
 }

@@ -5,9 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
+#include <sstream>
 #include <string_view>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "profiling/internal/flame_svg.h"
@@ -17,14 +18,15 @@ namespace {
 
 std::string Number(double v) { return absl::StrFormat("%.6g", v); }
 
-// Red for growth, blue for shrinkage, white to fully saturated as the
-// change goes from none to the largest of the graph; a frame that did not
-// change is grey.
+// Red for growth, blue for shrinkage, from near white to saturated as the
+// change goes from none to the largest of the graph (the most saturated blue
+// is kept light enough for black text); a frame that did not change is grey.
 std::string ChangeColor(double change, double largest) {
   if (largest <= 0 || std::abs(change) <= largest * 1e-9) return "rgb(220,220,220)";
   const double s = std::min(1.0, std::abs(change) / largest);
-  const int fade = static_cast<int>(std::lround(235 * (1 - s)));  // 0 at the largest change
-  return change > 0 ? absl::StrFormat("rgb(255,%d,%d)", fade, fade) : absl::StrFormat("rgb(%d,%d,255)", fade, fade);
+  auto fade = [s](int to) { return static_cast<int>(std::lround(235 + (to - 235) * s)); };
+  return change > 0 ? absl::StrFormat("rgb(255,%d,%d)", fade(40), fade(40))
+                    : absl::StrFormat("rgb(%d,%d,255)", fade(80), fade(130));
 }
 
 }  // namespace
@@ -34,44 +36,63 @@ FoldedDiff FoldedDiff::Of(const DiffSide& a, const DiffSide& b, std::string unit
   d.unit_ = std::move(unit);
   d.a_name_ = a.name;
   d.b_name_ = b.name;
-  std::map<std::string, StackDelta> by_stack;
-  for (const auto& [stack, count] : a.stacks->stacks()) {
-    StackDelta& s = by_stack[stack];
-    s.stack = stack;
-    s.a = static_cast<double>(count) * a.per_sample;
+  // Both sides are sorted by stack: one merge.
+  const std::map<std::string, int64_t>& as = a.stacks->stacks();
+  const std::map<std::string, int64_t>& bs = b.stacks->stacks();
+  d.stacks_.reserve(std::max(as.size(), bs.size()));
+  auto i = as.begin();
+  auto j = bs.begin();
+  while (i != as.end() || j != bs.end()) {
+    StackDelta s;
+    if (j == bs.end() || (i != as.end() && i->first < j->first)) {
+      s.stack = i->first;
+      s.a = static_cast<double>((i++)->second) * a.per_sample;
+    } else if (i == as.end() || j->first < i->first) {
+      s.stack = j->first;
+      s.b = static_cast<double>((j++)->second) * b.per_sample;
+    } else {
+      s.stack = i->first;
+      s.a = static_cast<double>((i++)->second) * a.per_sample;
+      s.b = static_cast<double>((j++)->second) * b.per_sample;
+    }
     d.a_total_ += s.a;
-  }
-  for (const auto& [stack, count] : b.stacks->stacks()) {
-    StackDelta& s = by_stack[stack];
-    s.stack = stack;
-    s.b = static_cast<double>(count) * b.per_sample;
     d.b_total_ += s.b;
+    d.stacks_.push_back(std::move(s));
   }
-  d.stacks_.reserve(by_stack.size());
-  for (auto& [stack, delta] : by_stack) d.stacks_.push_back(std::move(delta));
+  d.functions_ = d.Functions();
   return d;
 }
 
+void FoldedDiff::WriteText(std::ostream& out) const {
+  for (const StackDelta& s : stacks_) out << s.stack << ' ' << Number(s.a) << ' ' << Number(s.b) << '\n';
+}
+
 std::string FoldedDiff::ToText() const {
-  std::string text;
-  for (const StackDelta& s : stacks_) absl::StrAppend(&text, s.stack, " ", Number(s.a), " ", Number(s.b), "\n");
-  return text;
+  std::ostringstream text;
+  WriteText(text);
+  return text.str();
 }
 
 std::vector<FunctionDelta> FoldedDiff::Functions() const {
-  std::map<std::string_view, FunctionDelta> by_name;
+  absl::flat_hash_map<std::string_view, FunctionDelta> by_name;
+  std::vector<std::string_view> seen;  // recursion: a function once per stack in total
   for (const StackDelta& s : stacks_) {
-    const std::vector<std::string_view> frames = SplitFrames(s.stack);
-    std::set<std::string_view> seen;  // recursion: once per stack in total
-    for (std::string_view frame : frames) {
-      if (!seen.insert(frame).second) continue;
-      FunctionDelta& f = by_name[frame];
-      f.a_total += s.a;
-      f.b_total += s.b;
+    seen.clear();
+    std::string_view rest = s.stack;
+    FunctionDelta* leaf = nullptr;
+    while (!rest.empty()) {
+      const size_t semi = rest.find(';');
+      const std::string_view frame = rest.substr(0, semi);
+      rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
+      leaf = &by_name[frame];
+      if (std::find(seen.begin(), seen.end(), frame) != seen.end()) continue;
+      seen.push_back(frame);
+      leaf->a_total += s.a;
+      leaf->b_total += s.b;
     }
-    FunctionDelta& leaf = by_name[frames.back()];
-    leaf.a_self += s.a;
-    leaf.b_self += s.b;
+    if (leaf == nullptr) continue;
+    leaf->a_self += s.a;
+    leaf->b_self += s.b;
   }
   std::vector<FunctionDelta> functions;
   functions.reserve(by_name.size());
@@ -79,13 +100,15 @@ std::vector<FunctionDelta> FoldedDiff::Functions() const {
     f.name = std::string(name);
     functions.push_back(std::move(f));
   }
+  std::sort(functions.begin(), functions.end(),
+            [](const FunctionDelta& x, const FunctionDelta& y) { return x.name < y.name; });
   return functions;
 }
 
 std::vector<FunctionDelta> FoldedDiff::Grown(size_t n) const {
   std::vector<FunctionDelta> grown;
-  for (FunctionDelta& f : Functions()) {
-    if (f.self_change() > 0) grown.push_back(std::move(f));
+  for (const FunctionDelta& f : functions_) {
+    if (f.self_change() > 0) grown.push_back(f);
   }
   std::sort(grown.begin(), grown.end(), [](const FunctionDelta& x, const FunctionDelta& y) {
     return x.self_change() != y.self_change() ? x.self_change() > y.self_change() : x.name < y.name;
@@ -96,8 +119,8 @@ std::vector<FunctionDelta> FoldedDiff::Grown(size_t n) const {
 
 std::vector<FunctionDelta> FoldedDiff::Shrunk(size_t n) const {
   std::vector<FunctionDelta> shrunk;
-  for (FunctionDelta& f : Functions()) {
-    if (f.self_change() < 0) shrunk.push_back(std::move(f));
+  for (const FunctionDelta& f : functions_) {
+    if (f.self_change() < 0) shrunk.push_back(f);
   }
   std::sort(shrunk.begin(), shrunk.end(), [](const FunctionDelta& x, const FunctionDelta& y) {
     return x.self_change() != y.self_change() ? x.self_change() < y.self_change() : x.name < y.name;
@@ -107,53 +130,39 @@ std::vector<FunctionDelta> FoldedDiff::Shrunk(size_t n) const {
 }
 
 std::string RenderDiffFlameGraphSvg(const FoldedDiff& diff, const FlameGraphOptions& options) {
-  // One tree per side, each node knowing the other side's value at the same
-  // path: its width comes from its own side, its colour from the change.
-  internal::FlameNode before, after;
-  for (const StackDelta& s : diff.stacks()) {
-    before.value += s.a;
-    before.other += s.b;
-    after.value += s.b;
-    after.other += s.a;
-    internal::FlameNode* a = &before;
-    internal::FlameNode* b = &after;
-    for (std::string_view frame : SplitFrames(s.stack)) {
-      a = &a->children[std::string(frame)];
-      b = &b->children[std::string(frame)];
-      a->value += s.a;
-      a->other += s.b;
-      b->value += s.b;
-      b->other += s.a;
-    }
-  }
+  // One list of stacks for both panels: B's widths above (value b, other
+  // a), A's below (swapped); a node's colour comes from the change at its
+  // path, the same in both, against the largest change of any frame.
+  std::vector<internal::FlameStack> stacks;
+  stacks.reserve(diff.stacks().size());
+  for (const StackDelta& s : diff.stacks()) stacks.push_back({.stack = s.stack, .value = s.b, .other = s.a});
+  internal::SortFlameStacks(stacks);
   double largest = 0;
-  std::function<void(const internal::FlameNode&)> widest = [&](const internal::FlameNode& n) {
-    largest = std::max(largest, std::abs(n.value - n.other));
-    for (const auto& [name, child] : n.children) widest(child);
-  };
-  for (const auto& [name, child] : after.children) widest(child);
-  for (const auto& [name, child] : before.children) widest(child);
+  internal::ForEachFlameNode(stacks, false, [&](const internal::FlameNode& n) {
+    if (n.level > 0) largest = std::max(largest, std::abs(n.value - n.other));
+  });
   const std::string& unit = diff.unit();
-  auto panel = [&](const internal::FlameNode& root, bool is_after, std::string caption) {
+  auto panel = [&](bool is_after, std::string caption) {
     internal::FlamePanel p;
     p.caption = std::move(caption);
-    p.root = &root;
-    p.fill = [largest, is_after](const std::string&, const internal::FlameNode& n) {
+    p.stacks = &stacks;
+    p.swap = !is_after;
+    p.fill = [largest, is_after](const internal::FlameNode& n) {
       return ChangeColor(is_after ? n.value - n.other : n.other - n.value, largest);
     };
-    p.title = [&diff, &unit, is_after](const std::string& name, const internal::FlameNode& n) {
+    p.title = [&diff, &unit, is_after](const internal::FlameNode& n) {
       const double a = is_after ? n.other : n.value, b = is_after ? n.value : n.other;
       const std::string change = a > 0 ? absl::StrFormat(" (%+.1f%%)", 100 * (b - a) / a) : std::string(" (new)");
-      return absl::StrFormat("%s: %s %s, %s %s, change %+.4g%s, %s", name, diff.a_name(), Number(a), diff.b_name(),
+      return absl::StrFormat("%s: %s %s, %s %s, change %+.4g%s, %s", n.name, diff.a_name(), Number(a), diff.b_name(),
                              Number(b), b - a, change, unit);
     };
     return p;
   };
   const std::vector<internal::FlamePanel> panels = {
-      panel(after, true,
+      panel(true,
             absl::StrFormat("%s: %s %s in all (widths); colour: change from %s (red grew, blue shrank)",
                             diff.b_name(), Number(diff.b_total()), unit, diff.a_name())),
-      panel(before, false,
+      panel(false,
             absl::StrFormat("%s: %s %s in all (widths); the same colours: what %s lost shows here", diff.a_name(),
                             Number(diff.a_total()), unit, diff.b_name()))};
   return internal::RenderFlameSvg(options.title, panels, options);

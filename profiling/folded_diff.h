@@ -6,6 +6,7 @@
 #define BACKENDLAB_PROFILING_FOLDED_DIFF_H_
 
 #include <cstddef>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,7 @@ class FoldedDiff {
   // significant digits: the two-column input FlameGraph's difffolded.pl
   // writes and flamegraph.pl draws.
   std::string ToText() const;
+  void WriteText(std::ostream& out) const;  // the same, streamed
 
   // The `n` functions whose self value grew most (b > a), most first; and
   // those that shrank most (b < a), most first. Ties: by name.
@@ -64,6 +66,7 @@ class FoldedDiff {
   std::vector<FunctionDelta> Functions() const;
 
   std::vector<StackDelta> stacks_;
+  std::vector<FunctionDelta> functions_;  // Functions(), by name: computed once
   double a_total_ = 0;
   double b_total_ = 0;
   std::string unit_;

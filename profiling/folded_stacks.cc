@@ -116,12 +116,27 @@ absl::StatusOr<FoldedStacks> FoldedStacks::Parse(std::string_view text) {
     }
     std::string_view stack = TrimRight(line.substr(0, space));
     if (stack.empty()) return LineError(line_number, "missing stack");
-    std::vector<std::string> frames;
+    // The line's stack is the key as it stands unless a frame has
+    // whitespace at an end (which Add trims).
+    bool trimmed = true;
     for (std::string_view frame : SplitFrames(stack)) {
       if (frame.empty()) return LineError(line_number, "empty frame");
-      frames.emplace_back(frame);
+      trimmed = trimmed && internal::Trim(frame).size() == frame.size();
     }
-    result.Add(frames, count);
+    if (!trimmed) {
+      std::vector<std::string> frames;
+      for (std::string_view frame : SplitFrames(stack)) frames.emplace_back(frame);
+      result.Add(frames, count);
+      continue;
+    }
+    // Files are mostly sorted (every writer of folded stacks sorts them):
+    // a key past the last goes in at the end, with one comparison.
+    if (result.stacks_.empty() || result.stacks_.rbegin()->first < stack) {
+      result.stacks_.emplace_hint(result.stacks_.end(), std::string(stack), count);
+    } else {
+      result.stacks_[std::string(stack)] += count;
+    }
+    result.total_samples_ += count;
   }
   return result;
 }

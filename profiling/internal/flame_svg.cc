@@ -2,8 +2,11 @@
 #include "profiling/internal/flame_svg.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -111,12 +114,6 @@ constexpr char kScript[] = R"JS(
 })(document.currentScript ? document.currentScript.parentNode : document.documentElement);
 )JS";
 
-int Depth(const FlameNode& node) {
-  int deepest = 0;
-  for (const auto& [name, child] : node.children) deepest = std::max(deepest, 1 + Depth(child));
-  return deepest;
-}
-
 // The first `max_chars` bytes of `text`, not splitting a UTF-8 sequence.
 std::string_view Prefix(std::string_view text, size_t max_chars) {
   if (text.size() <= max_chars) return text;
@@ -134,51 +131,114 @@ uint64_t HashName(std::string_view name) {
   return h;
 }
 
-class PanelRenderer {
- public:
-  PanelRenderer(const FlamePanel& panel, const FlameGraphOptions& options, double bottom, std::string& out)
-      : panel_(panel),
-        options_(options),
-        scale_((options.width - 2 * kPadX) / std::max(panel.root->value, 1e-300)),
-        bottom_(bottom),
-        out_(out) {}
-
-  // `node` at value offset `offset`, level `level` (0: the root), then its children.
-  void Emit(const std::string& name, const FlameNode& node, double offset, int level) {
-    const double w = node.value * scale_;
-    if (w < options_.min_width_px || node.value <= 0) return;
-    const double x = kPadX + offset * scale_;
-    const double y = bottom_ - (level + 1) * options_.frame_height;
+// The frame groups of one panel, each a <g class="f">, in post-order.
+void EmitPanel(const FlamePanel& panel, const FlameGraphOptions& options, double scale, double bottom,
+               std::string& out) {
+  ForEachFlameNode(*panel.stacks, panel.swap, [&](const FlameNode& node) {
+    const double w = node.value * scale;
+    if (w < options.min_width_px || node.value <= 0) return;
+    const double x = kPadX + node.offset * scale;
+    const double y = bottom - (node.level + 1) * options.frame_height;
+    const std::string name(node.name);
     const std::string escaped = EscapeXml(name);
-    absl::StrAppend(&out_,
+    absl::StrAppend(&out,
                     absl::StrFormat("<g class=\"f\" data-n=\"%s\" data-x=\"%.2f\" data-w=\"%.2f\" data-l=\"%d\">\n",
-                                    escaped, x, w, level),
-                    "<title>", EscapeXml(panel_.title(name, node)), "</title>\n",
+                                    escaped, x, w, node.level),
+                    "<title>", EscapeXml(panel.title(node)), "</title>\n",
                     absl::StrFormat("<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%d\" fill=\"%s\" rx=\"2\" "
                                     "ry=\"2\"/>\n",
-                                    x, y, w, options_.frame_height - 1, panel_.fill(name, node)));
+                                    x, y, w, options.frame_height - 1, panel.fill(node)));
     const size_t fit = static_cast<size_t>(std::max(0.0, (w - 6) / kCharWidth));
     std::string label;
     if (fit >= 3) label = name.size() <= fit ? name : absl::StrCat(std::string(Prefix(name, fit - 2)), "..");
-    absl::StrAppend(&out_,
-                    absl::StrFormat("<text x=\"%.2f\" y=\"%.2f\">%s</text>\n</g>\n", x + 3,
-                                    y + options_.frame_height - 5, EscapeXml(label)));
-    double child_offset = offset;
-    for (const auto& [child_name, child] : node.children) {
-      Emit(child_name, child, child_offset, level + 1);
-      child_offset += child.value;
-    }
-  }
-
- private:
-  const FlamePanel& panel_;
-  const FlameGraphOptions& options_;
-  double scale_;
-  double bottom_;
-  std::string& out_;
-};
+    absl::StrAppend(&out, absl::StrFormat("<text x=\"%.2f\" y=\"%.2f\">%s</text>\n</g>\n", x + 3,
+                                          y + options.frame_height - 5, EscapeXml(label)));
+  });
+}
 
 }  // namespace
+
+namespace {
+
+// Frame by frame, as text, a node's children before its own stack (as
+// FlameGraph draws them: children from the left, the node's self time to
+// their right). At the first byte where the two differ, a frame that ends
+// there (';') comes first, then the end of a stack (the node itself), then
+// the smaller byte. Words of 8 bytes at a time find that byte.
+bool FrameLess(std::string_view x, std::string_view y) {
+  const size_t n = std::min(x.size(), y.size());
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t a, b;
+    std::memcpy(&a, x.data() + i, 8);
+    std::memcpy(&b, y.data() + i, 8);
+    if (a != b) {
+      i += static_cast<size_t>(std::countr_zero(a ^ b)) / 8;  // little-endian: the lowest byte comes first
+      break;
+    }
+  }
+  while (i < n && x[i] == y[i]) ++i;
+  if (i == n) {
+    if (x.size() == y.size()) return false;
+    return x.size() < y.size() ? y[i] != ';' : x[i] == ';';
+  }
+  if (x[i] == ';') return true;
+  if (y[i] == ';') return false;
+  return static_cast<unsigned char>(x[i]) < static_cast<unsigned char>(y[i]);
+}
+
+}  // namespace
+
+void SortFlameStacks(std::vector<FlameStack>& stacks) {
+  auto by_frames = [](const FlameStack& x, const FlameStack& y) { return FrameLess(x.stack, y.stack); };
+  std::sort(stacks.begin(), stacks.end(), by_frames);
+}
+
+void ForEachFlameNode(const std::vector<FlameStack>& stacks, bool swap,
+                      const std::function<void(const FlameNode&)>& visit) {
+  // The open path, root first: the nodes of the stack before, each closed
+  // (visited) once a stack leaves it. In SortFlameStacks' order a node's
+  // stacks are consecutive, so its offset is the value of the stacks
+  // before its first one.
+  std::vector<FlameNode> path = {{.name = "all"}};
+  double before = 0;
+  for (const FlameStack& s : stacks) {
+    // The frames this stack shares with the open path stay open; the path
+    // beyond them closes; the stack's own frames open.
+    size_t shared = 0;
+    bool diverged = false;
+    auto close_beyond_shared = [&] {
+      while (path.size() > shared + 1) {
+        visit(path.back());
+        path.pop_back();
+      }
+    };
+    std::string_view rest = s.stack;
+    while (!rest.empty()) {
+      const size_t semi = rest.find(';');
+      const std::string_view frame = rest.substr(0, semi);
+      rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
+      if (!diverged && shared + 1 < path.size() && path[shared + 1].name == frame) {
+        ++shared;
+        continue;
+      }
+      if (!diverged) close_beyond_shared();
+      diverged = true;
+      path.push_back({.name = frame, .level = static_cast<int>(path.size()), .offset = before});
+    }
+    if (!diverged) close_beyond_shared();
+    const double value = swap ? s.other : s.value, other = swap ? s.value : s.other;
+    for (FlameNode& n : path) {
+      n.value += value;
+      n.other += other;
+    }
+    before += value;
+  }
+  while (!path.empty()) {
+    visit(path.back());
+    path.pop_back();
+  }
+}
 
 std::string WarmColorOf(const std::string& name) {
   const uint64_t h = HashName(name);
@@ -190,23 +250,38 @@ std::string WarmColorOf(const std::string& name) {
 
 std::string RenderFlameSvg(const std::string& title, const std::vector<FlamePanel>& panels,
                            const FlameGraphOptions& options) {
+  // Each panel's scale (its root's value across the width) and depth (its
+  // deepest node drawn), then its frames.
+  struct Layout {
+    double scale = 0;
+    int depth = 0;
+  };
+  std::vector<Layout> layouts;
   double height = kTitleHeight;
   for (const FlamePanel& p : panels) {
-    height += (p.caption.empty() ? 0 : kCaptionHeight) + (Depth(*p.root) + 1) * options.frame_height;
+    double total = 0;
+    for (const FlameStack& s : *p.stacks) total += p.swap ? s.other : s.value;
+    Layout l{.scale = (options.width - 2 * kPadX) / std::max(total, 1e-300)};
+    ForEachFlameNode(*p.stacks, p.swap, [&](const FlameNode& n) {
+      if (n.value > 0 && n.value * l.scale >= options.min_width_px) l.depth = std::max(l.depth, n.level);
+    });
+    layouts.push_back(l);
+    height += (p.caption.empty() ? 0 : kCaptionHeight) + (l.depth + 1) * options.frame_height;
   }
   height += kPadBottom;
   std::string body;
   double top = kTitleHeight;
-  for (const FlamePanel& p : panels) {
+  for (size_t i = 0; i < panels.size(); ++i) {
+    const FlamePanel& p = panels[i];
     if (!p.caption.empty()) {
       absl::StrAppend(&body, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\">%s</text>\n", kPadX,
                                              top + kCaptionHeight - 7, EscapeXml(p.caption)));
       top += kCaptionHeight;
     }
-    const double panel_height = (Depth(*p.root) + 1) * options.frame_height;
+    const double panel_height = (layouts[i].depth + 1) * options.frame_height;
     absl::StrAppend(&body, absl::StrFormat("<g class=\"panel\" data-x0=\"%.2f\" data-w=\"%.2f\">\n", kPadX,
                                            options.width - 2 * kPadX));
-    PanelRenderer(p, options, top + panel_height, body).Emit("all", *p.root, 0, 0);
+    EmitPanel(p, options, layouts[i].scale, top + panel_height, body);
     absl::StrAppend(&body, "</g>\n");
     top += panel_height;
   }

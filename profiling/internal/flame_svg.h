@@ -5,7 +5,7 @@
 #define BACKENDLAB_PROFILING_INTERNAL_FLAME_SVG_H_
 
 #include <functional>
-#include <map>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -13,22 +13,46 @@
 
 namespace backendlab::profiling::internal {
 
-// A frame node: a distinct path from the root. `value` sets its width;
-// `other` is free for a caller's colours (a diff's other side).
-struct FlameNode {
+// A stack of a picture, its frames root first joined by ';' (a view into
+// text the caller keeps), with its value and a second value free for a
+// caller's colours (a diff's other side).
+struct FlameStack {
+  std::string_view stack;
   double value = 0;
   double other = 0;
-  std::map<std::string, FlameNode> children;  // sorted by name: a deterministic layout
 };
+
+// Sorts stacks frame by frame, each frame by name: the order in which every
+// frame node (a distinct path from the root) is a run of consecutive
+// stacks, children left to right by name, so that a picture is laid out in
+// one pass with no tree. Stacks are distinct (a FoldedStacks' keys).
+void SortFlameStacks(std::vector<FlameStack>& stacks);
+
+// A frame node as laid out: its name, level (0: the root "all"), offset
+// and value (the sums of the stacks before it and under it) and other (the
+// sum of the stacks' `other` under it), on the side a panel draws.
+struct FlameNode {
+  std::string_view name;
+  int level = 0;
+  double offset = 0;
+  double value = 0;
+  double other = 0;
+};
+
+// Every node of `stacks` (sorted), its descendants before it (post-order),
+// the root last; `swap` exchanges each stack's value and other.
+void ForEachFlameNode(const std::vector<FlameStack>& stacks, bool swap,
+                      const std::function<void(const FlameNode&)>& visit);
 
 // One graph of a picture: its root "all" at the bottom, children left to
 // right by name, each node as wide as its value. `fill` gives a node's
 // colour, `title` its hover text (plain text; escaped when written).
 struct FlamePanel {
   std::string caption;  // above the panel; "" for none
-  const FlameNode* root = nullptr;
-  std::function<std::string(const std::string& name, const FlameNode& node)> fill;
-  std::function<std::string(const std::string& name, const FlameNode& node)> title;
+  const std::vector<FlameStack>* stacks = nullptr;  // sorted by SortFlameStacks
+  bool swap = false;  // widths from the stacks' other, and other from their value
+  std::function<std::string(const FlameNode& node)> fill;
+  std::function<std::string(const FlameNode& node)> title;
 };
 
 // The whole SVG: a background rect, the title, a Search and a Reset Zoom
@@ -42,7 +66,9 @@ struct FlamePanel {
 // under a match), svg.flameReset() and svg.flameZoom(g) (a clicked frame
 // fills its panel's width, its descendants scaled with it, its ancestors
 // shown whole, the rest hidden). Nodes narrower than
-// options.min_width_px are omitted with their descendants.
+// options.min_width_px, or of no value, are omitted with their descendants;
+// a panel is as high as its deepest node drawn. Time and memory grow with
+// the stacks' frames, not with the nodes: no tree is built.
 std::string RenderFlameSvg(const std::string& title, const std::vector<FlamePanel>& panels,
                            const FlameGraphOptions& options);
 

@@ -87,6 +87,44 @@ TEST(FlameGraphTest, FramesCarryWhatSearchAndZoomRead) {
   EXPECT_EQ(Count(svg, "</text>\n</g>"), 4u) << "a label per frame (all, main, idle, work)";
 }
 
+// Folded stacks are kept sorted as text, where "Foo::Bar" and "Foo1" come
+// before "Foo;x" (':' and '1' are below ';'); a frame's stacks must still
+// make one node, laid out frame by frame: Foo (its children x and y from
+// its left, its own 3 samples to their right), then Foo1, then Foo::Bar,
+// by name, each once.
+TEST(FlameGraphTest, AFramesStacksMakeOneNodeWhateverTheirOrderAsText) {
+  absl::StatusOr<FoldedStacks> stacks = FoldedStacks::Parse(
+      "main;Foo 1\n"
+      "main;Foo::Bar 2\n"
+      "main;Foo1 1\n"
+      "main;Foo;x 1\n"
+      "main;Foo;y 1\n"
+      "main;Foo 2\n");
+  ASSERT_TRUE(stacks.ok()) << stacks.status();
+  FlameGraphOptions options;
+  options.width = 420;  // 400 px for 8 samples: 50 px each
+  const std::string svg = RenderFlameGraphSvg(*stacks, options);
+  EXPECT_EQ(CheckXml(svg), "") << svg;
+  EXPECT_EQ(Count(svg, "data-n=\"Foo\""), 1u) << svg;
+  EXPECT_NE(svg.find("<g class=\"f\" data-n=\"Foo\" data-x=\"10.00\" data-w=\"250.00\" data-l=\"2\">"),
+            std::string::npos)
+      << svg;
+  EXPECT_NE(svg.find("<g class=\"f\" data-n=\"x\" data-x=\"10.00\" data-w=\"50.00\" data-l=\"3\">"),
+            std::string::npos)
+      << svg;
+  EXPECT_NE(svg.find("<g class=\"f\" data-n=\"y\" data-x=\"60.00\" data-w=\"50.00\" data-l=\"3\">"),
+            std::string::npos)
+      << svg;
+  // By name: "Foo" < "Foo1" < "Foo::Bar" ('1' is below ':').
+  EXPECT_NE(svg.find("<g class=\"f\" data-n=\"Foo1\" data-x=\"260.00\" data-w=\"50.00\" data-l=\"2\">"),
+            std::string::npos)
+      << svg;
+  EXPECT_NE(svg.find("<g class=\"f\" data-n=\"Foo::Bar\" data-x=\"310.00\" data-w=\"100.00\" data-l=\"2\">"),
+            std::string::npos)
+      << svg;
+  EXPECT_EQ(Count(svg, "<rect"), 2u + CountNodes(*stacks)) << "the background, all, and each node once";
+}
+
 TEST(FlameGraphTest, OmitsNodesNarrowerThanTheMinimum) {
   absl::StatusOr<FoldedStacks> stacks = FoldedStacks::Parse("big;child 100000\ntiny;deeper 1\n");
   ASSERT_TRUE(stacks.ok()) << stacks.status();

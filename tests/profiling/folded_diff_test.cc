@@ -88,7 +88,7 @@ TEST(FoldedDiffTest, TheGraphColoursEachFrameByItsChangeInTwoPanels) {
     const size_t fill = svg.find("fill=\"", g);
     return svg.substr(fill + 6, svg.find('"', fill + 6) - fill - 6);
   };
-  EXPECT_EQ(fill_of("backend"), "rgb(0,0,255)");
+  EXPECT_EQ(fill_of("backend"), "rgb(80,130,255)") << "the largest change: saturated blue";
   EXPECT_EQ(fill_of("lookup"), "rgb(220,220,220)");
   EXPECT_EQ(fill_of("fork").substr(0, 8), "rgb(255,") << "grew: red";
   EXPECT_EQ(fill_of("exit").substr(0, 4), "rgb(") << "drawn, in A's panel";
