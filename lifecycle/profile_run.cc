@@ -1,6 +1,7 @@
 // A profiled cycle and the figures `backendlab profile` prints from it.
 #include "lifecycle/profile_run.h"
 
+#include <algorithm>
 #include <array>
 #include <set>
 #include <string>
@@ -106,6 +107,23 @@ absl::StatusOr<ProfileRun> RunProfile(const CycleOptions& options) {
   for (int32_t tag = 0; tag <= kSampleTagWait; ++tag) labels.phase_tags.push_back(tag);
   run.views = profiling::FoldViews(run.cycle.samples, symbolizer, labels);
   return run;
+}
+
+profiling::FoldedDiff ProfileDiff(const ProfileRun& base, std::string base_name, const ProfileRun& run,
+                                  std::string name, const profiling::SamplerOptions& sampler) {
+  auto all = [](const ProfileRun& r) -> const profiling::FoldedStacks& {
+    static const profiling::FoldedStacks kNone;
+    for (const profiling::ProfileView& v : r.views.views) {
+      if (v.name == "all") return v.stacks;
+    }
+    return kNone;  // no sample at all
+  };
+  auto per_sample = [&](const ProfileRun& r) {
+    return 1e6 / sampler.frequency_hz / static_cast<double>(std::max<int64_t>(r.cycle.connections, 1));
+  };
+  return profiling::FoldedDiff::Of(
+      {&all(base), per_sample(base), std::move(base_name)}, {&all(run), per_sample(run), std::move(name)},
+      sampler.clock == profiling::SampleClock::kCpu ? "us of CPU per connection" : "us of wall time per connection");
 }
 
 }  // namespace backendlab::lifecycle

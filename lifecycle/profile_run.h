@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "lifecycle/cycle.h"
 #include "lifecycle/cycle_summary.h"
+#include "profiling/folded_diff.h"
 #include "profiling/profile_views.h"
 #include "profiling/sampler.h"
 
@@ -50,6 +51,14 @@ struct ProfileRun {
 // figures above. A cycle that fails returns its error; an interrupted one a
 // result with cycle.interrupted set, as RunCycle does.
 absl::StatusOr<ProfileRun> RunProfile(const CycleOptions& options);
+
+// `run` (named `name`) against `base` (named `base_name`), both profiled with
+// `sampler`: every sample of the backends and the postmaster (the "all"
+// view) in microseconds of the sampled clock per measured connection, a
+// sample being 1/frequency s of it, so that runs of different lengths
+// compare.
+profiling::FoldedDiff ProfileDiff(const ProfileRun& base, std::string base_name, const ProfileRun& run,
+                                  std::string name, const profiling::SamplerOptions& sampler);
 
 }  // namespace backendlab::lifecycle
 

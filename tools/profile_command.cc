@@ -107,26 +107,6 @@ std::string ConfigurationName(const lifecycle::CycleOptions& o) {
                       std::string(buffers::ExitCheckPolicyName(o.backend.exit_check)));
 }
 
-// `run` against `base`, both in microseconds of the sampled clock per
-// measured connection: a sample is 1/frequency s of it.
-profiling::FoldedDiff ProfileDiff(const lifecycle::CycleOptions& options, const lifecycle::ProfileRun& base,
-                                  const std::string& base_name, const lifecycle::ProfileRun& run) {
-  const profiling::SamplerOptions& sampler = *options.sampler;
-  auto all = [](const lifecycle::ProfileRun& r) -> const profiling::FoldedStacks& {
-    static const profiling::FoldedStacks kNone;
-    for (const profiling::ProfileView& v : r.views.views) {
-      if (v.name == "all") return v.stacks;
-    }
-    return kNone;  // no sample at all
-  };
-  auto per_sample = [&](const lifecycle::ProfileRun& r) {
-    return 1e6 / sampler.frequency_hz / static_cast<double>(std::max<int64_t>(r.cycle.connections, 1));
-  };
-  return profiling::FoldedDiff::Of(
-      {&all(base), per_sample(base), base_name}, {&all(run), per_sample(run), ConfigurationName(options)},
-      sampler.clock == profiling::SampleClock::kCpu ? "us of CPU per connection" : "us of wall time per connection");
-}
-
 }  // namespace
 
 std::string ProfileUsage() {
@@ -235,7 +215,7 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
     for (const profiling::ProfileView& view : base_run->views.views) {
       if (absl::Status s = WriteView(base_dir, view, written); !s.ok()) return s;
     }
-    diff = ProfileDiff(*options, *base_run, absl::StrJoin(*baseline, "/"), *run);
+    diff = lifecycle::ProfileDiff(*base_run, absl::StrJoin(*baseline, "/"), *run, ConfigurationName(*options), sampler);
     const std::string title = absl::StrCat(ConfigurationName(*options), " against ", absl::StrJoin(*baseline, "/"));
     std::string svg;
     if (absl::Status s = WriteDiff(dir, "diff", title, *diff, written, html ? &svg : nullptr); !s.ok()) return s;
