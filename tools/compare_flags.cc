@@ -47,7 +47,9 @@ constexpr FlagSpec kFlags[] = {
     {"json", "", "also write the rows as JSON to this file"},
     {"csv", "", "also write the rows as CSV to this file"},
     {"svg", "", "also draw CPU per connection vs shared_buffers to this SVG file"},
-    {"html", "", "also write one self-contained HTML page of the run: the table, the chart (no network needed)"},
+    {"html", "", "also write one self-contained HTML page of the run: the table, the chart, the flame graphs, the timeline (no network needed)"},
+    {"profile-connections", "1000", "with --html: after the rounds, each configuration at the largest shared_buffers run once more, so many connections, "
+     "with the sampler: the page's flame graph of the baseline, a differential one of each other against it, the baseline's timeline; 0: none"},
 };
 
 // The values of list flag `name`, each checked by `parse`, which returns the
@@ -139,6 +141,12 @@ absl::StatusOr<CompareRequest> CompareFromFlags(const Flags& flags) {
   absl::StatusOr<bool> aa = flags.GetBool("aa");
   if (!aa.ok()) return aa.status();
   request.aa = *aa;
+  absl::StatusOr<int64_t> profile_connections = flags.GetInt("profile-connections", 0, 1'000'000);
+  if (!profile_connections.ok()) return profile_connections.status();
+  if (flags.Given("profile-connections") && !flags.Has("html")) {
+    return absl::InvalidArgumentError("--profile-connections goes with --html");
+  }
+  request.profile_connections = flags.Has("html") ? *profile_connections : 0;
   // The shared flags (mode, work, warm-up) through the cycle parser; the
   // matrix's values are set per configuration.
   absl::StatusOr<lifecycle::CycleOptions> base = CycleOptionsFromFlags(flags, /*with_configuration=*/false);

@@ -22,6 +22,9 @@ struct CompareRequest {
   lifecycle::CompareRunOptions run;
   double precision_percent = 0;  // --precision as given
   bool aa = false;
+  // --html: each configuration at the largest shared_buffers profiled for
+  // so many connections after the rounds (lifecycle/compare_profiles.h); 0: none.
+  int64_t profile_connections = 0;
   std::optional<pgreal::PgRunOptions> pg;  // --with-pg: the real servers beside the matrix
 };
 

@@ -112,36 +112,57 @@ constexpr char kScript[] = R"JS(
     });
     document.getElementById('chart').appendChild(svg);
   }
-  // A track per process, a bar per span, coloured by phase, on one time axis.
+  // A track per process, a bar per span, coloured by phase, on one time
+  // axis: the first 10 processes at first (their overlap visible), 50 or all
+  // on request, the axis spanning the processes shown.
   function timeline() {
     var spans = page.timeline;
     if (!spans.length) return;
-    var tracks = [], index = {}, t0 = Infinity, t1 = -Infinity;
-    spans.forEach(function (s) {
-      if (!(s.pid in index)) { index[s.pid] = tracks.length; tracks.push(s.process); }
-      t0 = Math.min(t0, s.start); t1 = Math.max(t1, s.start + s.dur);
-    });
+    var order = [], index = {};
+    spans.forEach(function (s) { if (!(s.pid in index)) { index[s.pid] = order.length; order.push(s.process); } });
     var palette = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac', '#86bcb6', '#d37295', '#8cd17d', '#499894'];
     var colors = {}, names = [];
     spans.forEach(function (s) { if (!(s.name in colors)) { colors[s.name] = palette[names.length % palette.length]; names.push(s.name); } });
-    var row = 12, left = 230, width = 900, top = 30, span = Math.max(t1 - t0, 1);
-    var svg = svgEl('svg', { width: left + width + 20, height: top + tracks.length * row + 20, 'class': 'timeline' });
-    names.forEach(function (n, i) {
-      svg.appendChild(svgEl('rect', { x: left + i * 100, y: 6, width: 10, height: 10, fill: colors[n] }));
-      svg.appendChild(svgEl('text', { x: left + i * 100 + 14, y: 15, 'font-size': 11 }, n));
+    var host = document.getElementById('timeline');
+    var controls = document.createElement('p');
+    controls.className = 'note';
+    controls.appendChild(document.createTextNode('processes shown: '));
+    host.appendChild(controls);
+    var holder = document.createElement('div');
+    host.appendChild(holder);
+    function draw(count) {
+      var n = Math.min(count, order.length), t0 = Infinity, t1 = -Infinity;
+      var shown = spans.filter(function (s) { return index[s.pid] < n; });
+      shown.forEach(function (s) { t0 = Math.min(t0, s.start); t1 = Math.max(t1, s.start + s.dur); });
+      var row = n > 60 ? 12 : 18, left = 230, width = 900, top = 30, span = Math.max(t1 - t0, 1);
+      var svg = svgEl('svg', { width: left + width + 20, height: top + n * row + 20, 'class': 'timeline' });
+      names.forEach(function (name, i) {
+        svg.appendChild(svgEl('rect', { x: left + i * 100, y: 6, width: 10, height: 10, fill: colors[name] }));
+        svg.appendChild(svgEl('text', { x: left + i * 100 + 14, y: 15, 'font-size': 11 }, name));
+      });
+      for (var i = 0; i < n; ++i) {
+        svg.appendChild(svgEl('text', { x: left - 6, y: top + i * row + row / 2 + 3, 'text-anchor': 'end', 'font-size': 9, 'class': 'track' }, order[i]));
+      }
+      shown.forEach(function (s) {
+        var x = left + width * (s.start - t0) / span, w = Math.max(width * s.dur / span, 0.5);
+        var r = svgEl('rect', { x: x, y: top + index[s.pid] * row, width: w, height: row - 2, fill: colors[s.name], 'class': 'span' });
+        r.appendChild(svgEl('title', {}, s.process + ': ' + s.name + ', ' + (s.dur / 1000).toFixed(1) + ' us at ' + ((s.start - t0) / 1e6).toFixed(3) + ' ms'));
+        svg.appendChild(r);
+      });
+      svg.appendChild(svgEl('text', { x: left, y: top + n * row + 14, 'font-size': 11 }, '0 ms'));
+      svg.appendChild(svgEl('text', { x: left + width, y: top + n * row + 14, 'font-size': 11, 'text-anchor': 'end' }, (span / 1e6).toFixed(3) + ' ms'));
+      holder.textContent = '';
+      holder.appendChild(svg);
+    }
+    [10, 50].filter(function (c) { return c < order.length; }).concat([order.length]).forEach(function (count) {
+      var a = document.createElement('a');
+      a.href = '#timeline';
+      a.textContent = count === order.length ? 'all ' + count : 'first ' + count;
+      a.style.marginRight = '1em';
+      a.addEventListener('click', function (e) { e.preventDefault(); draw(count); });
+      controls.appendChild(a);
     });
-    tracks.forEach(function (name, i) {
-      svg.appendChild(svgEl('text', { x: left - 6, y: top + i * row + 9, 'text-anchor': 'end', 'font-size': 9 }, name));
-    });
-    spans.forEach(function (s) {
-      var x = left + width * (s.start - t0) / span, w = Math.max(width * s.dur / span, 0.5);
-      var r = svgEl('rect', { x: x, y: top + index[s.pid] * row, width: w, height: row - 2, fill: colors[s.name] });
-      r.appendChild(svgEl('title', {}, s.process + ': ' + s.name + ', ' + (s.dur / 1000).toFixed(1) + ' us at ' + ((s.start - t0) / 1e6).toFixed(3) + ' ms'));
-      svg.appendChild(r);
-    });
-    svg.appendChild(svgEl('text', { x: left, y: top + tracks.length * row + 14, 'font-size': 11 }, '0 ms'));
-    svg.appendChild(svgEl('text', { x: left + width, y: top + tracks.length * row + 14, 'font-size': 11, 'text-anchor': 'end' }, (span / 1e6).toFixed(2) + ' ms'));
-    document.getElementById('timeline').appendChild(svg);
+    draw(10);
   }
   table();
   chart();

@@ -2,7 +2,8 @@
 // headless Chromium (Debian's, driven by Playwright) and checks what a
 // reader sees: the page renders with no console error and fetches
 // nothing, its table has a row per row of the run's JSON, and in each
-// flame graph a search highlights frames and a click zooms.
+// flame graph a search highlights frames and a click zooms; the phase
+// timeline, where there is one, shows its first processes, then all.
 //   node check_page.mjs PAGE.html RUN.json SEARCH [SCREENSHOT.png]
 //   node check_page.mjs GRAPH.svg - SEARCH      (a flame graph alone: no table)
 // Prints one JSON line of what it measured; exits 1 naming each failure.
@@ -54,9 +55,23 @@ try {
     if (!result.text.startsWith('Matched: ')) failures.push(`flame graph ${i}: no "Matched" line (${result.text})`);
     if (!result.zoomed) failures.push(`flame graph ${i}: a click did not zoom`);
   }
+  // The phase timeline: the first 10 processes at first; its last control
+  // shows all of them, one track each (a bar per phase span).
+  const timeline = await page.evaluate(() => {
+    const host = document.getElementById('timeline');
+    const svg = host && host.querySelector('svg');
+    if (!svg) return { first: 0, all: 0, bars: 0 };
+    const first = svg.querySelectorAll('text.track').length;
+    const links = host.querySelectorAll('a');
+    links[links.length - 1].dispatchEvent(new MouseEvent('click', { bubbles: true, cancelable: true }));
+    const all = host.querySelector('svg');
+    return { first, all: all.querySelectorAll('text.track').length, bars: all.querySelectorAll('rect.span').length };
+  });
+  if (timeline.all > 0 && (timeline.first < 1 || timeline.first > 10)) failures.push(`the timeline shows ${timeline.first} processes at first, not 1 to 10`);
   if (screenshot) await page.screenshot({ path: screenshot, fullPage: false });
   for (const e of errors) failures.push('console: ' + e);
-  console.log(JSON.stringify({ rows, expected_rows, graphs, matched, interactive_ms, bytes: statSync(page_path).size }));
+  console.log(JSON.stringify({ rows, expected_rows, graphs, matched, timeline: timeline.all, timeline_bars: timeline.bars, interactive_ms,
+                               bytes: statSync(page_path).size }));
 } finally {
   await browser.close();
 }

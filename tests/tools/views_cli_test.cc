@@ -208,12 +208,18 @@ TEST_F(ViewsTest, ProfileSpeedscopeAndTraceExportsAreReadBySpeedscope) {
   EXPECT_EQ(read.exit_code, 0) << read.err << read.out;
 }
 
-TEST_F(ViewsTest, HtmlPageOfCompareRendersItsTableInChromium) {
+// The main job's page: its table, its chart, the baseline's flame graph and
+// each other row's diff against it at the largest shared_buffers, and the
+// baseline's first backends on the timeline.
+TEST_F(ViewsTest, HtmlPageOfCompareRendersItsTableFlameGraphsAndTimelineInChromium) {
   if (const std::string why = BrowserMissing(); !why.empty()) BACKENDLAB_SKIP(test_util::kNeedsChromium) << why;
   const std::string page = dir_ + "/compare.html", json = dir_ + "/compare.json";
-  const RunResult r = Run({"compare", "--layouts=array,hash", "--exit-checks=always", "--shared-buffers=128MB,256MB",
-                           "--connections=10", "--warmup=1", "--rounds=2", "--html=" + page, "--json=" + json});
+  const RunResult r = Run({"compare", "--layouts=array,hash", "--exit-checks=always", "--shared-buffers=128MB,1GB",
+                           "--connections=10", "--warmup=1", "--rounds=2", "--profile-connections=300",
+                           "--html=" + page, "--json=" + json});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("for the page: each configuration at 1GB profiled once more"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hash/always: "), std::string::npos) << r.out;
   const std::string html = ReadFile(page);
   // Namespaces are names, not references ("http://www.w3.org/2000/svg"):
   // what would load something is looked for, and check_page.mjs fails on
@@ -221,9 +227,19 @@ TEST_F(ViewsTest, HtmlPageOfCompareRendersItsTableInChromium) {
   for (const char* external : {"src=", "href=", "url(", "@import", "<link", "fetch(", "XMLHttpRequest"}) {
     EXPECT_EQ(html.find(external), std::string::npos) << "the page references " << external;
   }
-  const RunResult check = RunNode("check_page.mjs", {page, json, "x"});
+  // Every frame of both graphs is under "all": a search for it lights
+  // frames whatever the sampler caught.
+  const RunResult check = RunNode("check_page.mjs", {page, json, "^all$"});
   EXPECT_EQ(check.exit_code, 0) << check.err << check.out;
   EXPECT_NE(check.out.find("\"rows\":4"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("\"graphs\":2"), std::string::npos) << "array/always's, and hash/always's diff: " << check.out;
+  EXPECT_NE(check.out.find("\"timeline\":200"), std::string::npos) << "the baseline's first 200 backends: " << check.out;
+}
+
+TEST_F(ViewsTest, CompareProfileConnectionsGoesWithHtml) {
+  const RunResult r = Run({"compare", "--profile-connections=10"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--profile-connections goes with --html"), std::string::npos) << r.err;
 }
 
 TEST_F(ViewsTest, HtmlPageOfAProfileAgainstItsBaselineSearchesItsFlameGraphs) {
