@@ -2,9 +2,13 @@
 // files, per connection or per second of CPU.
 #include "tools/diff_command.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -29,11 +33,27 @@ constexpr FlagSpec kFlags[] = {
 };
 
 absl::StatusOr<profiling::FoldedStacks> ReadFolded(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read ", Quoted(path)));
-  absl::StatusOr<profiling::FoldedStacks> stacks = profiling::FoldedStacks::Parse(text.str());
+  // Whole, by read(2): a file or a pipe (<(...)) alike; a directory is refused.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::InvalidArgumentError(absl::StrCat("cannot read ", Quoted(path), ": ", std::strerror(errno)));
+  std::string text;
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) text.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      text.append(buf, static_cast<size_t>(n));
+    } else if (n == 0) {
+      break;
+    } else if (errno != EINTR) {
+      const int err = errno;
+      close(fd);
+      return absl::InvalidArgumentError(absl::StrCat("cannot read ", Quoted(path), ": ", std::strerror(err)));
+    }
+  }
+  close(fd);
+  absl::StatusOr<profiling::FoldedStacks> stacks = profiling::FoldedStacks::Parse(text);
   if (!stacks.ok()) return absl::InvalidArgumentError(absl::StrCat(Quoted(path), ": ", stacks.status().message()));
   return stacks;
 }

@@ -13,11 +13,11 @@ void PrintList(const std::vector<profiling::FunctionDelta>& list, std::ostream& 
     out << "  (none)\n";
     return;
   }
-  out << absl::StrFormat("  %-40s %10s %10s %10s %10s %10s\n", "function", "self A", "self B", "change", "total A",
-                         "total B");
+  out << absl::StrFormat("  %10s %10s %10s %10s %10s  %s\n", "self A", "self B", "change", "total A", "total B",
+                         "function");
   for (const profiling::FunctionDelta& f : list) {
-    out << absl::StrFormat("  %-40s %10.4g %10.4g %+10.4g %10.4g %10.4g\n", f.name, f.a_self, f.b_self,
-                           f.self_change(), f.a_total, f.b_total);
+    out << absl::StrFormat("  %10.4g %10.4g %+10.4g %10.4g %10.4g  %s\n", f.a_self, f.b_self, f.self_change(),
+                           f.a_total, f.b_total, f.name);
   }
 }
 
@@ -35,7 +35,7 @@ nlohmann::json ListJson(const std::vector<profiling::FunctionDelta>& list) {
 absl::Status WriteDiff(const std::string& dir, const std::string& name, const std::string& title,
                        const profiling::FoldedDiff& diff, std::vector<std::string>& written, std::string* svg) {
   const std::string folded = absl::StrCat(dir, "/", name, ".folded");
-  if (absl::Status s = WriteTextFile(folded, diff.ToText()); !s.ok()) return s;
+  if (absl::Status s = WriteTextFile(folded, [&](std::ostream& out) { diff.WriteText(out); }); !s.ok()) return s;
   written.push_back(folded);
   const std::string path = absl::StrCat(dir, "/", name, ".svg");
   const std::string drawn = profiling::RenderDiffFlameGraphSvg(diff, {.title = title});

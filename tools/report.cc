@@ -192,6 +192,10 @@ absl::Status WriteTextFile(const std::string& path, std::string_view text) {
   return WriteFile(path, [&](std::ostream& out) { out << text; });
 }
 
+absl::Status WriteTextFile(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  return WriteFile(path, write);
+}
+
 void Report::AddRow(std::vector<Cell> row) {
   BACKENDLAB_CHECK(row.size() == columns_.size());
   rows_.push_back(std::move(row));

@@ -4,6 +4,7 @@
 #define BACKENDLAB_TOOLS_REPORT_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -104,6 +105,8 @@ class Report {
 // Writes `text` to `path` (replacing it); an error names the file and why.
 // Every file a command writes goes through here or the Report writers.
 absl::Status WriteTextFile(const std::string& path, std::string_view text);
+// The same for text written as it is made (a file too large to build first).
+absl::Status WriteTextFile(const std::string& path, const std::function<void(std::ostream&)>& write);
 
 // Checks, before a run starts, that each output a command was asked for can
 // be written, so that a typo in a path does not cost the whole run: --json,

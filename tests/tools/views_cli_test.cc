@@ -101,6 +101,7 @@ TEST_F(ViewsTest, DiffBadInputIsOneLineAndExitTwo) {
       {{"diff", dir_ + "/a.folded"}, "give two folded files"},
       {{"diff", dir_ + "/a.folded", dir_ + "/bad.folded"}, "line 2"},
       {{"diff", dir_ + "/a.folded", dir_ + "/none.folded"}, "cannot read"},
+      {{"diff", dir_ + "/a.folded", dir_}, "Is a directory"},
       {{"diff", dir_ + "/a.folded", dir_ + "/a.folded", "--frequency=99"}, "--frequency goes with --connections"},
       {{"diff", dir_ + "/a.folded", dir_ + "/a.folded", "--connections=5"}, "two counts"},
   };
