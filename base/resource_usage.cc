@@ -23,17 +23,24 @@ int64_t ClockNs(clockid_t clock) {
 
 int64_t NowNs() { return ClockNs(CLOCK_MONOTONIC); }
 
-ResourceSample SampleSelf() {
+namespace {
+
+ResourceSample Sample(int who, clockid_t cpu_clock) {
   rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
+  getrusage(who, &usage);
   ResourceSample sample;
   sample.wall_ns = NowNs();
-  // The process CPU clock has nanosecond resolution; ru_utime/ru_stime tick coarsely.
-  sample.cpu_ns = ClockNs(CLOCK_PROCESS_CPUTIME_ID);
+  // The CPU clocks have nanosecond resolution; ru_utime/ru_stime tick coarsely.
+  sample.cpu_ns = ClockNs(cpu_clock);
   sample.minor_faults = usage.ru_minflt;
   sample.major_faults = usage.ru_majflt;
   return sample;
 }
+
+}  // namespace
+
+ResourceSample SampleSelf() { return Sample(RUSAGE_SELF, CLOCK_PROCESS_CPUTIME_ID); }
+ResourceSample SampleThread() { return Sample(RUSAGE_THREAD, CLOCK_THREAD_CPUTIME_ID); }
 
 ResourceSample operator-(const ResourceSample& after, const ResourceSample& before) {
   return {after.wall_ns - before.wall_ns, after.cpu_ns - before.cpu_ns,

@@ -19,6 +19,10 @@ struct ResourceSample {
 };
 
 ResourceSample SampleSelf();
+// The calling thread's own CPU and faults (RUSAGE_THREAD, the thread's CPU
+// clock): in a single-threaded process, the same as SampleSelf; in a
+// backend thread, that backend's alone.
+ResourceSample SampleThread();
 
 // Differences between two readings (after - before).
 ResourceSample operator-(const ResourceSample& after, const ResourceSample& before);

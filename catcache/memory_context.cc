@@ -2,8 +2,6 @@
 // chunks in blocks of their own.
 #include "catcache/memory_context.h"
 
-#include <sys/mman.h>
-
 #include <bit>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
+#include "base/private_pages.h"
 
 namespace backendlab::catcache {
 
@@ -60,11 +59,8 @@ size_t ClassSize(int size_class) { return kMinChunk << size_class; }
 
 void*& FreeLink(ChunkHeader* h) { return *static_cast<void**>(PayloadOf(h)); }
 
-void* MapBlock(size_t bytes) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return p == MAP_FAILED ? nullptr : p;
-}
-void UnmapBlock(void* block, size_t bytes) { BACKENDLAB_CHECK(munmap(block, bytes) == 0); }
+void* MapBlock(size_t bytes) { return MapPrivatePages(bytes); }
+void UnmapBlock(void* block, size_t bytes) { UnmapPrivatePages(block, bytes); }
 void* MallocBlock(size_t bytes) { return std::malloc(bytes); }
 void FreeBlock(void* block, size_t) { std::free(block); }
 

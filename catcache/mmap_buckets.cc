@@ -1,7 +1,6 @@
 // `mmap`: bucket arrays on fresh anonymous pages, which the kernel zero-fills
 // on first touch. The reference point: no memset, and no page that any
 // process touched before.
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -10,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
+#include "base/private_pages.h"
 #include "catcache/internal/bucket_allocators.h"
 
 namespace backendlab::catcache::internal {
@@ -23,8 +23,8 @@ struct Mapping {
 absl::StatusOr<Mapping> MapAnonymous(size_t bytes) {
   const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t length = RoundUp(bytes == 0 ? 1 : bytes, page);
-  void* p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
+  void* p = MapPrivatePages(length);
+  if (p == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat("mmap of ", length, " bytes failed: ", std::strerror(errno)));
   }
   return Mapping{static_cast<char*>(p), length};
@@ -37,7 +37,7 @@ absl::StatusOr<Mapping> MapAnonymous(size_t bytes) {
 class MmapBuckets final : public BucketAllocator {
  public:
   ~MmapBuckets() override {
-    for (const Mapping& m : mappings_) munmap(m.base, m.length);
+    for (const Mapping& m : mappings_) UnmapPrivatePages(m.base, m.length);
   }
   BucketStrategy strategy() const override { return BucketStrategy::kMmap; }
 
@@ -79,7 +79,7 @@ class MmapBuckets final : public BucketAllocator {
     if (p >= region_.base && p < region_.base + region_.length) return;
     for (size_t i = 0; i < mappings_.size(); ++i) {
       if (mappings_[i].base == p) {
-        munmap(mappings_[i].base, mappings_[i].length);
+        UnmapPrivatePages(mappings_[i].base, mappings_[i].length);
         mappings_.erase(mappings_.begin() + static_cast<std::ptrdiff_t>(i));
         return;
       }

@@ -3,8 +3,6 @@
 #ifndef BACKENDLAB_BUFFERS_INTERNAL_FLAT_TABLE_H_
 #define BACKENDLAB_BUFFERS_INTERNAL_FLAT_TABLE_H_
 
-#include <sys/mman.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -13,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "base/private_pages.h"
 #include "buffers/refcount_table.h"
 #include "buffers/scan_kernels.h"
 
@@ -21,9 +20,7 @@ namespace backendlab::buffers::internal {
 // Unmaps a table of `bytes` (rounded up to pages by the kernel).
 struct UnmapDeleter {
   size_t bytes = 0;
-  void operator()(void* p) const {
-    if (p != nullptr) munmap(p, bytes);
-  }
+  void operator()(void* p) const { UnmapPrivatePages(p, bytes); }
 };
 
 template <typename Element>
@@ -36,13 +33,15 @@ using FlatCounts = std::unique_ptr<Element[], UnmapDeleter>;
 // size, so that this process's history (a postmaster that freed big blocks,
 // glibc's threshold raised by an earlier free, a test run before) cannot
 // hand the table heap pages already faulted in, which calloc would memset:
-// the faults of a table are then the same in every run.
+// the faults of a table are then the same in every run. (A backend thread
+// with a reused arena gets an earlier backend's mapping, zeroed:
+// base/private_pages.h.)
 template <typename Element>
 absl::StatusOr<FlatCounts<Element>> AllocateCounts(uint32_t nbuffers, Layout layout) {
   if (absl::Status s = ValidateNBuffers(nbuffers); !s.ok()) return s;
   const size_t bytes = size_t{nbuffers} * sizeof(Element);
-  void* counts = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (counts == MAP_FAILED) {
+  void* counts = MapPrivatePages(bytes);
+  if (counts == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat("out of memory allocating ", bytes, " bytes for the ",
                                                      std::string(LayoutName(layout)), " refcount table"));
   }
