@@ -40,13 +40,13 @@ class PhaseRecorder {
   // but the closing read (subtracted).
   void Begin(Phase phase) {
     profiling::SetSampleTag(static_cast<int32_t>(phase));
-    begin_ = SampleSelf();
+    begin_ = SampleThread();
     if (n_ > 0) counters_.ReadAll(profiling::PerfCounters::PhaseEdge::kBegin, std::span(begin_events_).first(n_));
   }
   void End(Phase phase) {
     std::array<int64_t, kNumPerfEvents> end_events;
     if (n_ > 0) counters_.ReadAll(profiling::PerfCounters::PhaseEdge::kEnd, std::span(end_events).first(n_));
-    const ResourceSample used = SampleSelf() - begin_;
+    const ResourceSample used = SampleThread() - begin_;
     PhaseCounters& c = record_.phase[static_cast<int>(phase)];
     c.wall_ns = used.wall_ns;
     c.cpu_ns = used.cpu_ns;
@@ -179,7 +179,7 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
   // start at zero, so what they show now is that start; the postmaster adds
   // its own fork() call and the wall time since accept.
   record.child_start_ns = NowNs();
-  const ResourceSample started = SampleSelf();
+  const ResourceSample started = SampleThread();
   record.phase[static_cast<int>(Phase::kFork)].cpu_ns = started.cpu_ns;
   record.phase[static_cast<int>(Phase::kFork)].minor_faults = started.minor_faults;
   record.phase[static_cast<int>(Phase::kFork)].major_faults = started.major_faults;
@@ -247,8 +247,11 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
   { T gone = *std::move(table); }
   if (env.weight) {
     if (absl::Status s = internal::RunPhaseWeight(*env.weight, env.weight->weight().exit); !s.ok()) return s;
-    // proc_exit's exit(): the handlers and destructors, measured here.
-    if (env.weight->weight().exit_path == ExitPath::kExit) internal::RunExitHandlers();
+    if (env.kind == BackendKind::kThread) {
+      internal::ReleaseWeightPages();  // a process would give them back at its exit
+    } else if (env.weight->weight().exit_path == ExitPath::kExit) {
+      internal::RunExitHandlers();  // proc_exit's exit(): the handlers and destructors, measured here
+    }
   }
   phases.End(Phase::kTeardown);
   return absl::OkStatus();
@@ -283,7 +286,7 @@ absl::Status RunBackend(const BackendEnvironment& env, int client_fd, BackendRec
   });
   // The backend's own counters at its end, so that whoever reaps it can take
   // the kernel's teardown (wait4's totals minus these) as the reap phase.
-  const ResourceSample end = SampleSelf();
+  const ResourceSample end = SampleThread();
   record.exit_cpu_ns = end.cpu_ns;
   record.exit_minor_faults = end.minor_faults;
   record.exit_major_faults = end.major_faults;

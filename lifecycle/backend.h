@@ -72,6 +72,12 @@ struct BackendEnvironment {
   int death_own_fd = -1;
   // config.weight, prepared: its file, its libraries loaded, its CPU loop's rate.
   std::shared_ptr<const internal::WeightSupport> weight;
+  // The backends are threads of one server process (cycle --mode=thread):
+  // a weight's touched pages are given back at teardown, as nothing else
+  // would free them, and its `exit` exit path is not taken (libc's exit
+  // handlers and the libraries' destructors are the process's, run once at
+  // its end, not a connection's).
+  BackendKind kind = BackendKind::kProcess;
 };
 
 absl::StatusOr<BackendEnvironment> PrepareBackendEnvironment(const BackendConfig& config, SharedPool* pool);

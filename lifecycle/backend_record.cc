@@ -48,6 +48,25 @@ void CompleteRecord(const BackendEnd& end, BackendRecord& r) {
     p.major_faults = std::max<int64_t>(0, u.ru_majflt - r.exit_major_faults);
     r.phases_done |= 1u << static_cast<int>(Phase::kReap);
   }
+  if (end.thread_end != nullptr && r.exit_ns != 0) {
+    // No kernel teardown: the thread's last calls (closing its connection)
+    // and the postmaster's join.
+    PhaseCounters& p = r.phase[static_cast<int>(Phase::kReap)];
+    p.wall_ns = r.reaped_ns - r.exit_ns;
+    p.cpu_ns = std::max<int64_t>(0, end.thread_end->cpu_ns - r.exit_cpu_ns) + end.join_cost.cpu_ns;
+    p.minor_faults = std::max<int64_t>(0, end.thread_end->minor_faults - r.exit_minor_faults) + end.join_cost.minor_faults;
+    p.major_faults = std::max<int64_t>(0, end.thread_end->major_faults - r.exit_major_faults) + end.join_cost.major_faults;
+    r.phases_done |= 1u << static_cast<int>(Phase::kReap);
+  }
+}
+
+std::string_view PhaseName(Phase phase, BackendKind kind) {
+  if (kind == BackendKind::kThread) {
+    for (const auto& [value, name] : kThreadPhaseNames) {
+      if (value == phase) return name;
+    }
+  }
+  return PhaseName(phase);
 }
 
 std::string SampleTagName(int32_t tag) {

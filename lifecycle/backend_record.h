@@ -43,6 +43,16 @@ static_assert(kNumPhases == 8 && static_cast<int>(kAllPhases[kNumPhases - 1]) ==
               "kPhaseNames lists every Phase once, in enum order: phases index arrays");
 inline std::string_view PhaseName(Phase phase) { return NameOf(phase, kPhaseNames); }
 
+// What a backend is: a process (forked per connection, or the tool itself
+// in-process) or a thread of one server process (`cycle --mode=thread`).
+// A thread's life starts and ends differently, so those two phases have
+// their own words: `thread_start` (pthread_create in the postmaster and the
+// thread's start, where a process has fork) and `thread_join` (the thread's
+// end and its join, where a process has reap).
+enum class BackendKind { kProcess, kThread };
+inline constexpr NamedValue<Phase> kThreadPhaseNames[] = {{Phase::kFork, "thread_start"}, {Phase::kReap, "thread_join"}};
+std::string_view PhaseName(Phase phase, BackendKind kind);
+
 // What a sampled process was doing, recorded with each profiler sample: a
 // backend's phase (the Phase values), or one of these.
 inline constexpr int32_t kSampleTagWait = kNumPhases;            // a backend between "ready" and "terminate"
@@ -119,10 +129,14 @@ static_assert(std::is_trivially_copyable_v<BackendRecord>,
 struct BackendEnd {
   int32_t pid = 0;
   int wait_status = 0;              // waitpid's; 0: exited with status 0
-  const rusage* usage = nullptr;    // wait4's totals for the child; nullptr: in-process, no reap phase
+  const rusage* usage = nullptr;    // wait4's totals for the child; nullptr: in-process or a thread
   bool forked = true;               // false: in-process, no fork phase
-  ResourceSample fork_parent_cost;  // the postmaster's own fork() call
-  int64_t reaped_ns = 0;
+  ResourceSample fork_parent_cost;  // the postmaster's own fork() call (a thread's: pthread_create)
+  int64_t reaped_ns = 0;            // a thread's: pthread_join returned
+  // A thread: its own counters (SampleThread) after its last call, and the
+  // postmaster's pthread_join; together its thread_join phase.
+  const ResourceSample* thread_end = nullptr;
+  ResourceSample join_cost{};
 };
 
 // The one place a record is completed once its backend is gone: its pid, its

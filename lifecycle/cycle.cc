@@ -181,17 +181,18 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
   // With queries, the backends' sets watch a postmaster-death pipe, as
   // PostgreSQL's do: made here, kept by the postmaster, dropped by the tool.
   std::optional<waits::PostmasterDeathPipe> death;
-  BackendEnvironment env_with_death;
-  const BackendEnvironment* backend_env = &env;
+  BackendEnvironment server_env = env;
+  server_env.kind = BackendKindOf(options.mode);
   if (env.config.queries > 0) {
     absl::StatusOr<waits::PostmasterDeathPipe> pipe = waits::PostmasterDeathPipe::Create();
     if (!pipe.ok()) return pipe.status();
     death = *std::move(pipe);
-    env_with_death = env;
-    env_with_death.death_watch_fd = death->watch_fd();
-    env_with_death.death_own_fd = death->own_fd();
-    backend_env = &env_with_death;
+    server_env.death_watch_fd = death->watch_fd();
+    // A backend thread shares the postmaster's descriptors: the write end
+    // is closed with the process, and the thread must not close it.
+    if (options.mode == Mode::kFork) server_env.death_own_fd = death->own_fd();
   }
+  const BackendEnvironment* backend_env = &server_env;
 
   std::fflush(nullptr);
   const pid_t postmaster = fork();
@@ -212,6 +213,8 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
     config.dir = dir->path();
     // Backends that have exited but are not reaped yet still hold a slot.
     config.nslots = static_cast<size_t>(options.clients) * 4 + 64 + static_cast<size_t>(options.hold);
+    config.threads = options.mode == Mode::kThread;
+    config.reuse_memory = options.thread_memory == ThreadMemory::kReuse;
     internal::RunPostmaster(config);  // never returns: no destructor of ours runs in it
   }
   const int fork_error = errno;
@@ -266,9 +269,14 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
   if (!postmaster_failure.ok()) return postmaster_failure;
   if (!run.ok()) return run;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || clients.postmaster_gone()) {
-    return absl::InternalError(absl::StrCat(
-        "the postmaster died (", WIFSIGNALED(status) ? absl::StrCat("signal ", WTERMSIG(status)) : absl::StrCat("status ", WEXITSTATUS(status)),
-        ")"));
+    const std::string how =
+        WIFSIGNALED(status) ? absl::StrCat("signal ", WTERMSIG(status)) : absl::StrCat("status ", WEXITSTATUS(status));
+    if (options.mode == Mode::kThread) {
+      return absl::InternalError(absl::StrCat("the server process died (", how,
+                                              "): with --mode=thread a backend that crashes takes the server and every "
+                                              "connection with it"));
+    }
+    return absl::InternalError(absl::StrCat("the postmaster died (", how, ")"));
   }
   if (samples_fd.valid()) {
     internal::SampleHarvest harvest;
@@ -283,6 +291,9 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
 }  // namespace
 
 absl::StatusOr<Mode> ParseMode(std::string_view name) { return ParseName(name, kModeNames, "mode"); }
+absl::StatusOr<ThreadMemory> ParseThreadMemory(std::string_view name) {
+  return ParseName(name, kThreadMemoryNames, "thread memory");
+}
 
 absl::Status ValidateCycleOptions(const CycleOptions& o) {
   if (o.clients < 1 || o.clients > kMaxClients) {
@@ -311,6 +322,12 @@ absl::Status ValidateCycleOptions(const CycleOptions& o) {
   if (o.warmup < 0) return absl::InvalidArgumentError("--warmup must be >= 0");
   if (o.hold < 0 || o.hold > kMaxHold) return absl::InvalidArgumentError(absl::StrCat("--hold must be 0..", kMaxHold));
   if (o.hold > 0 && o.mode != Mode::kFork) return absl::InvalidArgumentError("--hold needs --mode=fork (held backends are processes)");
+  if (o.mode == Mode::kThread && o.sampler) {
+    return absl::InvalidArgumentError("--profile needs --mode=fork or inproc (the sampler's timer is a process's, not a thread's)");
+  }
+  if (o.mode != Mode::kThread && o.thread_memory != ThreadMemory::kFresh) {
+    return absl::InvalidArgumentError("--thread-memory needs --mode=thread");
+  }
   if (o.hold > 0) {
     // Descriptors (raising the soft limit to the hard one), processes and
     // memory for the held backends, checked before anything starts.
@@ -328,7 +345,7 @@ absl::Status ValidateCycleOptions(const CycleOptions& o) {
   // Each client holds a socket in the tool; poll() refuses more descriptors
   // than RLIMIT_NOFILE allows (EINVAL), so find out now, not mid-run.
   rlimit nofile{};
-  if (o.mode == Mode::kFork && getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+  if (ServerMode(o.mode) && getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
     const int64_t needed = o.clients + o.hold + kFdsBesidesClients;
     if (static_cast<int64_t>(nofile.rlim_cur) < needed) {
       return absl::InvalidArgumentError(absl::StrCat("--clients=", o.clients, " needs `ulimit -n ", needed,
@@ -373,7 +390,7 @@ absl::StatusOr<CycleResult> RunCycle(const CycleOptions& options) {
   // the kernel enable it, which waits for an RCU grace period — milliseconds
   // that each short-lived backend would pay again in its `fork` phase.
   const profiling::PerfCounters keep_enabled = profiling::PerfCounters::Open(env->counter_events);
-  absl::StatusOr<CycleResult> result = options.mode == Mode::kFork ? RunForked(options, *env) : RunInproc(options, *env);
+  absl::StatusOr<CycleResult> result = ServerMode(options.mode) ? RunForked(options, *env) : RunInproc(options, *env);
   if (result.ok()) {
     // The one availability path for every counter, syscalls included: what
     // PrepareBackendEnvironment probed before the backends forked.

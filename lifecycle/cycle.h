@@ -26,13 +26,30 @@
 
 namespace backendlab::lifecycle {
 
-enum class Mode { kFork, kInproc };
-inline constexpr NamedValue<Mode> kModeNames[] = {{Mode::kFork, "fork"}, {Mode::kInproc, "inproc"}};
+// How a connection's backend runs: a forked process (PostgreSQL's model),
+// in this process (no fork, no socket), or a thread of the mock server's one
+// process (what a threaded PostgreSQL would do).
+enum class Mode { kFork, kInproc, kThread };
+inline constexpr NamedValue<Mode> kModeNames[] = {{Mode::kFork, "fork"}, {Mode::kInproc, "inproc"}, {Mode::kThread, "thread"}};
 inline std::string_view ModeName(Mode mode) { return NameOf(mode, kModeNames); }
 absl::StatusOr<Mode> ParseMode(std::string_view name);
+inline BackendKind BackendKindOf(Mode mode) { return mode == Mode::kThread ? BackendKind::kThread : BackendKind::kProcess; }
+// Both modes that run a mock server (a postmaster process and a socket).
+inline bool ServerMode(Mode mode) { return mode != Mode::kInproc; }
+
+// Where a backend thread's private memory comes from (--thread-memory):
+// fresh mappings, as a forked backend's, or an arena an ended backend gave
+// back, its mappings reused (zeroed) by the next connection
+// (base/private_pages.h).
+enum class ThreadMemory { kFresh, kReuse };
+inline constexpr NamedValue<ThreadMemory> kThreadMemoryNames[] = {{ThreadMemory::kFresh, "fresh"},
+                                                                  {ThreadMemory::kReuse, "reuse"}};
+inline std::string_view ThreadMemoryName(ThreadMemory m) { return NameOf(m, kThreadMemoryNames); }
+absl::StatusOr<ThreadMemory> ParseThreadMemory(std::string_view name);
 
 struct CycleOptions {
   Mode mode = Mode::kFork;
+  ThreadMemory thread_memory = ThreadMemory::kFresh;  // thread mode
   BackendConfig backend;
   int clients = 1;
   int64_t connections = 200;  // measured connections; 0: run for `duration` instead

@@ -1,8 +1,11 @@
 // The postmaster process: poll over the listening socket, a signalfd for
-// SIGCHLD and the control pipe; accept, fork, reap, report.
+// SIGCHLD, the control pipe and (threads) a pipe of ended threads; accept,
+// fork or start a thread, reap or join, report.
 #include "lifecycle/internal/postmaster.h"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -17,12 +20,14 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
 #include <vector>
 
 #include "base/check.h"
 #include "base/fresh_allocations.h"
 #include "base/interrupt.h"
+#include "base/private_pages.h"
 #include "base/resource_usage.h"
 #include "lifecycle/internal/io.h"
 #include "lifecycle/internal/protocol.h"
@@ -53,7 +58,8 @@ class Postmaster {
   }
 
   // getrusage of this process and of the children it has reaped, summed.
-  static Message::Usage SelfAndChildren() {
+  Message::Usage SelfAndChildren() const {
+    const bool threads = c_.threads;
     Message::Usage u{};
     for (const int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
       rusage r{};
@@ -65,6 +71,9 @@ class Postmaster {
       u.context_switches += r.ru_nvcsw + r.ru_nivcsw;
       if (who == RUSAGE_SELF) u.postmaster_ns = u.user_ns + u.system_ns;
     }
+    // With backend threads, the process is the postmaster and its backends:
+    // its own share is its thread's (called on the postmaster's thread).
+    if (threads) u.postmaster_ns = SampleThread().cpu_ns;
     return u;
   }
 
@@ -118,6 +127,11 @@ class Postmaster {
   [[noreturn]] void BackendChild(size_t slot, int client_fd, int sigfd);
   void Accept(int sigfd);
   void Reap();
+  // Threads: starts slot's backend on client_fd; false if it could not.
+  bool StartThread(size_t slot, int client_fd);
+  static void* ThreadMain(void* arg);
+  void JoinEnded();
+  size_t Live() const { return live_.size() + live_threads_; }
   void AppendSamples(int64_t sequence, const profiling::SampleBuffer& buffer);
   void StartSampling();
   void KillAndReapAll();
@@ -135,6 +149,25 @@ class Postmaster {
   std::vector<ResourceSample> fork_parent_cost_;  // per slot
   std::map<pid_t, size_t> live_;                   // pid -> slot
   std::set<pid_t> held_;                           // the live held backends (CycleOptions::hold)
+  // Threads: per slot, the thread, its connection (shut down to end it at a
+  // stop), its tid, its counters after its last call, and its arena (one
+  // from free_arenas_, or a new one).
+  struct ThreadSlot {
+    Postmaster* postmaster = nullptr;
+    size_t slot = 0;
+    pthread_t thread{};
+    int client_fd = -1;
+    int32_t tid = 0;
+    int exit_code = 0;
+    ResourceSample end;
+    std::unique_ptr<PageArena> arena;
+  };
+  std::vector<ThreadSlot> threads_;
+  // reuse_memory: the arenas of joined backends, the last one given back
+  // first (a new backend takes the one most recently used).
+  std::vector<std::unique_ptr<PageArena>> free_arenas_;
+  size_t live_threads_ = 0;
+  int ended_read_ = -1, ended_write_ = -1;  // ended threads write their slot number
   Message::Usage serving_start_{};
   bool usage_asked_ = false;  // kUsageByte came
   bool usage_sent_ = false;
@@ -197,7 +230,7 @@ void Postmaster::Accept(int sigfd) {
   // tells warm-up connections from measured ones by the same rule. A client
   // already gone makes this fail; its backend then finds it gone too.
   (void)WriteAll(fd, &record.sequence, sizeof record.sequence);
-  const ResourceSample before = SampleSelf();
+  const ResourceSample before = SampleThread();
   if (sample_slots_) {
     // The postmaster's own samples count from the first measured backend's
     // fork on, like every other figure; a backend's slot is emptied for it.
@@ -207,11 +240,22 @@ void Postmaster::Accept(int sigfd) {
   }
   // A weight profile's random bytes (PostgreSQL's cancel key) belong to the fork phase, as its rules have it.
   if (c_.env->weight) WeightBeforeFork(*c_.env->weight);
+  if (c_.threads) {
+    const bool started = StartThread(slot, fd);
+    fork_parent_cost_[slot] = SampleThread() - before;
+    if (!started) {
+      close(fd);
+      return;
+    }
+    slot_used_[slot] = true;
+    ++live_threads_;
+    return;
+  }
   const pid_t pid = fork();
   if (pid == 0) BackendChild(slot, fd, sigfd);
   const int fork_error = errno;
   profiling::SetSampleTag(kSampleTagPostmaster);
-  fork_parent_cost_[slot] = SampleSelf() - before;
+  fork_parent_cost_[slot] = SampleThread() - before;
   close(fd);
   if (pid < 0) {
     // Out of processes (RLIMIT_NPROC, pid_max) or memory: every later
@@ -235,8 +279,10 @@ void Postmaster::Reap() {
   while ((pid = wait4(-1, &status, WNOHANG, &usage)) != 0) {
     if (pid < 0) {
       if (errno == EINTR) continue;
-      live_.clear();  // ECHILD: nothing left to wait for (children reaped elsewhere)
-      slot_used_.assign(slot_used_.size(), false);
+      // ECHILD: nothing left to wait for (children reaped elsewhere; or
+      // backends are threads, whose slots are not these)
+      for (const auto& [gone, slot] : live_) slot_used_[slot] = false;
+      live_.clear();
       break;
     }
     auto it = live_.find(pid);
@@ -281,6 +327,20 @@ void Postmaster::Main() {
   slots_ = static_cast<BackendRecord*>(shared);
   slot_used_.assign(c_.nslots, false);
   fork_parent_cost_.assign(c_.nslots, {});
+  if (c_.threads) {
+    int ended[2];
+    BACKENDLAB_CHECK(pipe2(ended, O_CLOEXEC | O_NONBLOCK) == 0);
+    ended_read_ = ended[0];
+    ended_write_ = ended[1];
+    threads_ = std::vector<ThreadSlot>(c_.nslots);
+    for (size_t i = 0; i < c_.nslots; ++i) {
+      threads_[i].postmaster = this;
+      threads_[i].slot = i;
+    }
+    // This process is the server its backends run in: what they malloc
+    // comes from its heap (glibc's arenas), as in a forked backend.
+    UseDefaultMallocThresholds();
+  }
   prctl(PR_SET_NAME, "postmaster");
   if (c_.env->weight) {
     if (absl::Status s = PreparePostmaster(*c_.env->weight); !s.ok()) {
@@ -294,10 +354,10 @@ void Postmaster::Main() {
   // The server's usage is taken from here to the last backend reaped: the
   // bare forks, and the set-up above, are not a connection's.
   serving_start_ = SelfAndChildren();
-  while (!stopping_ || !live_.empty()) {
-    const bool can_accept = !stopping_ && live_.size() < c_.nslots;
-    pollfd fds[3] = {{sigfd, POLLIN, 0}, {c_.control_fd, POLLIN, 0}, {c_.listen_fd, POLLIN, 0}};
-    const int nfds = can_accept ? 3 : 2;
+  while (!stopping_ || Live() > 0) {
+    const bool can_accept = !stopping_ && Live() < c_.nslots;
+    pollfd fds[4] = {{sigfd, POLLIN, 0}, {c_.control_fd, POLLIN, 0}, {ended_read_, POLLIN, 0}, {c_.listen_fd, POLLIN, 0}};
+    const int nfds = can_accept ? 4 : 3;
     if (stopping_) fds[1].fd = -1;
     const int n = poll(fds, static_cast<nfds_t>(nfds), stopping_ ? 100 : -1);
     if (n < 0 && errno != EINTR) {
@@ -320,13 +380,19 @@ void Postmaster::Main() {
         usage_asked_ = true;
       }
     }
-    if (can_accept && !stopping_ && (fds[2].revents & POLLIN)) Accept(sigfd);
+    if (fds[2].revents & POLLIN) JoinEnded();
+    if (can_accept && !stopping_ && (fds[3].revents & POLLIN)) Accept(sigfd);
     if (stopping_ && NowNs() > stop_deadline_) {
       for (const auto& [pid, slot] : live_) kill(pid, SIGKILL);
+      // A thread cannot be killed alone: its connection is shut down, and
+      // its backend ends as on the client's EOF.
+      for (size_t i = 0; i < threads_.size(); ++i) {
+        if (slot_used_[i]) shutdown(threads_[i].client_fd, SHUT_RDWR);
+      }
       stop_deadline_ = INT64_MAX;
     }
     Reap();
-    if (usage_asked_ && live_.size() == held_.size()) SendUsage();
+    if (usage_asked_ && Live() == held_.size()) SendUsage();
   }
   SendUsage();  // without held connections: now, the last backend reaped
   if (sample_slots_) {  // before the closing bare forks: they are not the run
@@ -343,6 +409,78 @@ void Postmaster::Main() {
   if (results_fd_ >= 0) close(results_fd_);
   RemoveFiles();
   _exit(failed_ ? 1 : 0);
+}
+
+bool Postmaster::StartThread(size_t slot, int client_fd) {
+  ThreadSlot& t = threads_[slot];
+  t.client_fd = client_fd;
+  t.tid = 0;
+  t.exit_code = 0;
+  if (c_.reuse_memory) {
+    if (free_arenas_.empty()) {
+      t.arena = std::make_unique<PageArena>();
+    } else {
+      t.arena = std::move(free_arenas_.back());
+      free_arenas_.pop_back();
+    }
+  }
+  const int error = pthread_create(&t.thread, nullptr, &ThreadMain, &t);
+  if (error != 0) {
+    // Out of threads (RLIMIT_NPROC, threads-max) or memory for a stack:
+    // every later connection would fail the same way.
+    Fail(FailedCall::kThread, error);
+    return false;
+  }
+  return true;
+}
+
+// A backend thread: the postmaster's signal mask (SIGCHLD blocked, stop
+// signals ignored by the process), its own slot's arena, its connection
+// closed at its end, and its slot number to the postmaster.
+void* Postmaster::ThreadMain(void* arg) {
+  ThreadSlot& t = *static_cast<ThreadSlot*>(arg);
+  Postmaster& pm = *t.postmaster;
+  t.tid = static_cast<int32_t>(gettid());
+  pthread_setname_np(pthread_self(), "backend");
+  absl::Status status;
+  {
+    ScopedPageArena arena(t.arena.get());
+    status = RunBackend(*pm.c_.env, t.client_fd, pm.slots_[t.slot]);
+  }
+  if (!status.ok()) std::fprintf(stderr, "backendlab backend thread %d: %s\n", t.tid, std::string(status.message()).c_str());
+  t.exit_code = status.ok() ? 0 : 3;
+  close(t.client_fd);
+  t.end = SampleThread();
+  const uint64_t slot = t.slot;
+  BACKENDLAB_CHECK(WriteAll(pm.ended_write_, &slot, sizeof slot));
+  return nullptr;
+}
+
+// Joins every thread that said it ended, completes its record and sends it.
+void Postmaster::JoinEnded() {
+  uint64_t slot;
+  while (read(ended_read_, &slot, sizeof slot) == sizeof slot) {
+    ThreadSlot& t = threads_[slot];
+    const ResourceSample before = SampleThread();
+    BACKENDLAB_CHECK(pthread_join(t.thread, nullptr) == 0);
+    const ResourceSample joined = SampleThread();
+    --live_threads_;
+    if (t.arena) free_arenas_.push_back(std::move(t.arena));
+    Message m{};
+    m.type = Message::kBackend;
+    m.record = slots_[slot];
+    CompleteRecord({.pid = t.tid,
+                    .wait_status = t.exit_code << 8,
+                    .usage = nullptr,
+                    .forked = true,
+                    .fork_parent_cost = fork_parent_cost_[slot],
+                    .reaped_ns = joined.wall_ns,
+                    .thread_end = &t.end,
+                    .join_cost = joined - before},
+                   m.record);
+    slot_used_[slot] = false;
+    Send(m);
+  }
 }
 
 // Appends a process's samples to the run's sample file. After a failed

@@ -31,10 +31,16 @@ struct PostmasterConfig {
   std::string socket_path;
   std::string dir;
   size_t nslots = 0;    // backends alive or not yet reaped at once
+  // Each backend a thread of this process (env->kind is kThread), not a
+  // forked child; with reuse_memory, each backend takes its private memory
+  // from an arena an ended backend gave back (base/private_pages.h): the
+  // most recently given back, or a new one if none is free.
+  bool threads = false;
+  bool reuse_memory = false;
 };
 
 // Runs the postmaster in the calling (just forked) process until the control
-// pipe reaches EOF and every backend is reaped; removes the socket and the
+// pipe reaches EOF and every backend is reaped (or, threads, joined); removes the socket and the
 // directory; exits 0, or 1 after a failure it has reported (Message::kFailed).
 // Ignores the stop signals: the tool stops it through the control pipe.
 [[noreturn]] void RunPostmaster(const PostmasterConfig& config);

@@ -33,10 +33,12 @@ inline bool IsWarmup(int64_t sequence, int64_t warmup) { return sequence < warmu
 inline constexpr char kUsageByte = 'U';
 
 // A call of the postmaster's that failed for good and ended the run.
-enum class FailedCall : int32_t { kPoll = 1, kAccept = 2, kFork = 3 };
+enum class FailedCall : int32_t { kPoll = 1, kAccept = 2, kFork = 3, kThread = 4 };
 
-inline constexpr NamedValue<FailedCall> kFailedCallNames[] = {
-    {FailedCall::kPoll, "poll"}, {FailedCall::kAccept, "accept"}, {FailedCall::kFork, "fork"}};
+inline constexpr NamedValue<FailedCall> kFailedCallNames[] = {{FailedCall::kPoll, "poll"},
+                                                              {FailedCall::kAccept, "accept"},
+                                                              {FailedCall::kFork, "fork"},
+                                                              {FailedCall::kThread, "pthread_create"}};
 inline std::string_view FailedCallName(FailedCall call) { return NameOf(call, kFailedCallNames); }
 
 // Messages from the postmaster to the tool, one write() each (< PIPE_BUF, so

@@ -16,10 +16,13 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/check.h"
 #include "base/private_dir.h"
+#include "base/private_pages.h"
 #include "base/resource_usage.h"
 
 // glibc: runs the exit handlers registered for `dso` (every one for NULL).
@@ -45,14 +48,29 @@ void Turns(uint64_t turns) {
   g_sink = x;
 }
 
-// Pages written once each, mapped for the rest of the process's life.
-absl::Status TouchPages(int64_t pages) {
+// The pages a backend's phases touched (TouchPages(.., true)), for a
+// thread's ReleaseWeightPages; a forked backend's go with the process. A
+// fixed array, no allocation: a phase's faults are its pages' alone. One
+// mapping per phase of BackendWeight.
+struct TouchedPages {
+  std::pair<void*, size_t> mappings[3];
+  int n = 0;
+};
+thread_local TouchedPages t_backend_pages;
+
+// Pages written once each, mapped for the rest of the process's life, or,
+// `backend`'s, until ReleaseWeightPages.
+absl::Status TouchPages(int64_t pages, bool backend) {
   if (pages <= 0) return absl::OkStatus();
   const size_t bytes = static_cast<size_t>(pages) * kPage;
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) return absl::UnavailableError(absl::StrCat("mmap of ", pages, " pages: ", std::strerror(errno)));
+  void* p = MapPrivatePages(bytes);
+  if (p == nullptr) return absl::UnavailableError(absl::StrCat("mmap of ", pages, " pages: ", std::strerror(errno)));
   auto* bytes_p = static_cast<volatile char*>(p);
   for (size_t off = 0; off < bytes; off += kPage) bytes_p[off] = 1;
+  if (backend) {
+    BACKENDLAB_CHECK(t_backend_pages.n < 3);
+    t_backend_pages.mappings[t_backend_pages.n++] = {p, bytes};
+  }
   return absl::OkStatus();
 }
 
@@ -185,7 +203,7 @@ void RunExitHandlers() {
   std::fflush(nullptr);
 }
 
-absl::Status PreparePostmaster(const WeightSupport& support) { return TouchPages(support.weight().postmaster_touch_pages); }
+absl::Status PreparePostmaster(const WeightSupport& support) { return TouchPages(support.weight().postmaster_touch_pages, false); }
 
 void WeightBeforeFork(const WeightSupport& support) {
   const int64_t n = support.weight().random_bytes_per_fork;
@@ -195,11 +213,16 @@ void WeightBeforeFork(const WeightSupport& support) {
 }
 
 absl::Status RunPhaseWeight(const WeightSupport& support, const PhaseWeight& phase) {
-  if (absl::Status s = TouchPages(phase.touch_pages); !s.ok()) return s;
+  if (absl::Status s = TouchPages(phase.touch_pages, true); !s.ok()) return s;
   if (absl::Status s = ReadFile(support.file_path(), phase.read_file_bytes); !s.ok()) return s;
   if (absl::Status s = MakeSyscalls(phase.syscalls); !s.ok()) return s;
   SpendCpu(support, phase.cpu_us);
   return absl::OkStatus();
+}
+
+void ReleaseWeightPages() {
+  for (int i = 0; i < t_backend_pages.n; ++i) UnmapPrivatePages(t_backend_pages.mappings[i].first, t_backend_pages.mappings[i].second);
+  t_backend_pages.n = 0;
 }
 
 void SpendCpu(const WeightSupport& support, double cpu_us) {

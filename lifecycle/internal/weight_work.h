@@ -50,8 +50,11 @@ absl::Status PreparePostmaster(const WeightSupport& support);
 void WeightBeforeFork(const WeightSupport& support);
 
 // A phase's work in a backend. Touched pages stay mapped until the process
-// exits, as a backend's memory does.
+// exits, as a backend's memory does, or until ReleaseWeightPages.
 absl::Status RunPhaseWeight(const WeightSupport& support, const PhaseWeight& phase);
+// Gives back the pages this thread's RunPhaseWeight calls touched: a
+// backend thread's teardown, which has no process exit to free them.
+void ReleaseWeightPages();
 
 // An `exit` exit path's work, in the backend at the end of teardown: what
 // libc's exit() runs before the process ends — every atexit and
