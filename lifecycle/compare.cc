@@ -22,6 +22,11 @@ bool InMatrix(const CompareMatrix& m, std::span<const std::string> names) {
   return std::any_of(m.configs.begin(), m.configs.end(), [&](const CompareConfig& c) { return Matches(c, names); });
 }
 
+bool SamePlace(const CompareConfig& a, const CompareConfig& b) {
+  return a.options.backend.shared_buffers.bytes == b.options.backend.shared_buffers.bytes &&
+         a.options.clients == b.options.clients && a.options.hold == b.options.hold;
+}
+
 }  // namespace
 
 absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec) {
@@ -30,6 +35,7 @@ absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec) {
     return absl::InvalidArgumentError("every dimension of a comparison needs at least one entry");
   }
   CompareMatrix m;
+  m.modes = spec.modes.empty() ? std::vector<Mode>{spec.base.mode} : spec.modes;
   m.sizes = spec.shared_buffers;
   m.clients = spec.clients;
   m.holds = spec.holds;
@@ -37,7 +43,11 @@ absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec) {
     CycleOptions most = spec.base;
     most.clients = *std::max_element(m.clients.begin(), m.clients.end());
     most.hold = *std::max_element(m.holds.begin(), m.holds.end());
-    if (absl::Status s = ValidateCycleOptions(most); !s.ok()) return s;
+    for (Mode mode : m.modes) {
+      most.mode = mode;
+      most.thread_memory = mode == Mode::kThread ? spec.base.thread_memory : ThreadMemory::kFresh;
+      if (absl::Status s = ValidateCycleOptions(most); !s.ok()) return s;
+    }
   }
 
   // The named configurations, then a copy of them per shared_buffers and clients.
@@ -65,12 +75,17 @@ absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec) {
   for (const buffers::SharedBuffers& size : m.sizes) {
     for (int n : m.clients) {
       for (int64_t hold : m.holds) {
-        for (const CompareConfig& proto : named) {
-          CompareConfig c = proto;
-          c.options.backend.shared_buffers = size;
-          c.options.clients = n;
-          c.options.hold = hold;
-          m.configs.push_back(std::move(c));
+        for (Mode mode : m.modes) {
+          for (const CompareConfig& proto : named) {
+            CompareConfig c = proto;
+            c.options.backend.shared_buffers = size;
+            c.options.clients = n;
+            c.options.hold = hold;
+            c.options.mode = mode;
+            c.options.thread_memory = mode == Mode::kThread ? spec.base.thread_memory : ThreadMemory::kFresh;
+            if (m.modes.size() > 1) c.label = absl::StrCat(std::string(ModeName(mode)), " ", c.label);
+            m.configs.push_back(std::move(c));
+          }
         }
       }
     }
@@ -90,11 +105,12 @@ absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec) {
     m.baseline = {"array", "always"};  // PostgreSQL 9.0, when the matrix has it
     if (!InMatrix(m, m.baseline)) m.baseline = {m.configs.front().names[0], m.configs.front().names[1]};
   }
-  m.baseline_label = absl::StrJoin(m.baseline, "/");
+  m.baseline_label = absl::StrCat(m.modes.size() > 1 ? absl::StrCat(std::string(ModeName(m.modes.front())), " ") : "",
+                                  absl::StrJoin(m.baseline, "/"));
   if (spec.aa) {
     std::vector<CompareConfig> with_copies;
     for (CompareConfig& c : m.configs) {
-      const bool own_baseline = Matches(c, m.baseline);
+      const bool own_baseline = Matches(c, m.baseline) && c.options.mode == m.modes.front();
       with_copies.push_back(c);
       if (!own_baseline) continue;
       CompareConfig copy = c;
@@ -109,13 +125,11 @@ absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec) {
 
 const CompareConfig* BaselineOf(const CompareMatrix& matrix, const CompareConfig& config) {
   std::vector<std::string> names(config.names.begin(), config.names.end());
-  std::copy(matrix.baseline.begin(), matrix.baseline.end(), names.begin());
+  // A later mode's row against its own configuration in the first mode.
+  if (config.options.mode == matrix.modes.front()) std::copy(matrix.baseline.begin(), matrix.baseline.end(), names.begin());
   for (const CompareConfig& b : matrix.configs) {
-    if (b.aa) continue;
-    if (b.options.backend.shared_buffers.bytes == config.options.backend.shared_buffers.bytes &&
-        b.options.clients == config.options.clients && b.options.hold == config.options.hold && Matches(b, names)) {
-      return &b;
-    }
+    if (b.aa || b.options.mode != matrix.modes.front()) continue;
+    if (SamePlace(b, config) && Matches(b, names)) return &b;
   }
   return nullptr;
 }
@@ -123,7 +137,7 @@ const CompareConfig* BaselineOf(const CompareMatrix& matrix, const CompareConfig
 const CompareConfig* BaselineAt(const CompareMatrix& matrix, uint64_t shared_buffers_bytes, int clients) {
   for (const CompareConfig& c : matrix.configs) {
     if (c.aa || c.options.backend.shared_buffers.bytes != shared_buffers_bytes || c.options.clients != clients ||
-        c.options.hold != matrix.holds.front()) {
+        c.options.hold != matrix.holds.front() || c.options.mode != matrix.modes.front()) {
       continue;
     }
     if (Matches(c, matrix.baseline)) return &c;
@@ -202,7 +216,7 @@ namespace {
 // shared_buffers and clients holding the first hold's connections.
 const CompareConfig* FewestHeld(const CompareMatrix& matrix, const CompareConfig& config) {
   for (const CompareConfig& f : matrix.configs) {
-    if (f.aa == config.aa && f.names == config.names && f.options.hold == matrix.holds.front() &&
+    if (f.aa == config.aa && f.names == config.names && f.options.mode == config.options.mode && f.options.hold == matrix.holds.front() &&
         f.options.clients == config.options.clients &&
         f.options.backend.shared_buffers.bytes == config.options.backend.shared_buffers.bytes) {
       return &f;

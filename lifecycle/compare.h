@@ -40,7 +40,13 @@ inline constexpr size_t kNamedDimensions = 4;
 // What to compare. Every list is non-empty and names no entry twice (a
 // caller that parses them checks that, in its own words).
 struct CompareSpec {
-  CycleOptions base;  // mode, connections, warm-up, work: the same for every configuration
+  CycleOptions base;  // connections, warm-up, work: the same for every configuration
+  // The process models, each a copy of every configuration (empty: base's
+  // mode alone). With more than one, a row of a later mode is compared with
+  // the same configuration in the first (`thread hash/always` with `fork
+  // hash/always`): what that model saves; the first mode's rows with the
+  // baseline, as without modes.
+  std::vector<Mode> modes;
   std::vector<buffers::Layout> layouts;
   std::vector<buffers::ExitCheckPolicy> exit_checks;
   std::vector<buffers::SharedBuffers> shared_buffers;
@@ -67,7 +73,7 @@ struct CompareConfig {
   CycleOptions options;
   std::array<std::string, kNamedDimensions> names;  // layout, exit-check, catcache, syscache
   // "layout/exit-check", then "/catcache" and "/syscache" where the matrix
-  // has more than one of them.
+  // has more than one of them; "<mode> " first where it has more than one mode.
   std::string label;
   bool aa = false;  // the A/A copy of the baseline
   std::vector<double> rates;               // conn/s, one per round
@@ -84,6 +90,7 @@ struct CompareMatrix {
   std::vector<buffers::SharedBuffers> sizes;  // as listed
   std::vector<int> clients;                   // as listed
   std::vector<int64_t> holds;                 // as listed
+  std::vector<Mode> modes;                    // as listed; the first is the baseline's
   std::vector<std::string> baseline;          // 2 to kNamedDimensions names
   std::string baseline_label;                 // "array/always"
 };
@@ -95,7 +102,9 @@ absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec);
 
 // The baseline of `config`: the configuration at the same shared_buffers,
 // clients and hold whose names are the baseline's, and `config`'s own where the
-// baseline does not name one (never the A/A copy). Null if there is none.
+// baseline does not name one (never the A/A copy), in the first mode; for a
+// row of another mode, its own configuration in the first mode. Null if
+// there is none.
 const CompareConfig* BaselineOf(const CompareMatrix& matrix, const CompareConfig& config);
 
 // The baseline at `shared_buffers_bytes` and `clients` (and the first

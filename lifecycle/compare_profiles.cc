@@ -18,6 +18,10 @@ absl::StatusOr<CompareProfiles> ProfileCompareRows(const CompareMatrix& matrix, 
         c.options.clients != matrix.clients.front() || c.options.hold != matrix.holds.front()) {
       continue;
     }
+    if (c.options.mode == Mode::kThread) {
+      out.not_profiled.push_back(c.label);
+      continue;
+    }
     if (BaselineOf(matrix, c) == &c) {
       baseline = &c;
     } else {

@@ -2,6 +2,7 @@
 // with --with-pg's real servers in them (lifecycle/compare.h) -> statistics
 // -> one table of medians and paired ratios with their intervals and
 // verdicts, and a chart (tools/compare_report.h).
+#include <algorithm>
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/compiler.h"
@@ -68,6 +70,9 @@ absl::StatusOr<lifecycle::CompareProfiles> ProfileRows(const lifecycle::CompareM
     if (!grown.empty()) out << absl::StrFormat("; grew most: %s %+.4g", grown[0].name, grown[0].self_change());
     if (!shrunk.empty()) out << absl::StrFormat("; shrank most: %s %+.4g", shrunk[0].name, shrunk[0].self_change());
     out << "\n";
+  }
+  for (const std::string& label : profiles->not_profiled) {
+    out << "  " << label << ": not profiled (the sampler's timer is a process's, not a thread's)\n";
   }
   return profiles;
 }
@@ -158,6 +163,11 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   header["elapsed_s"] = absl::ToDoubleSeconds(run->elapsed);
   header["statistics_s"] = absl::ToDoubleSeconds(statistics_time);
   header["baseline"] = matrix.baseline_label;
+  {
+    nlohmann::json modes = nlohmann::json::array();
+    for (lifecycle::Mode m : matrix.modes) modes.push_back(lifecycle::ModeName(m));
+    header["modes"] = modes;
+  }
   header["aa"] = request->aa;
   if (request->aa) {
     header["aa_failures"] = stats.aa_failures;
@@ -174,7 +184,19 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
                          "%d connections each per round, %.0f s\n",
                          matrix.configs.size() + targets.size(), stats.rounds, matrix.clients.size() == 1 ? "" : " and clients",
                          request->run.seed, request->base.connections, absl::ToDoubleSeconds(run->elapsed));
-  out << "every configuration: " << ConfigLine(request->base, /*with_configuration=*/false) << "\n";
+  std::string every = ConfigLine(request->base, /*with_configuration=*/false);
+  if (matrix.modes.size() > 1 || matrix.modes.front() != request->base.mode) {
+    // The line's first words are the mode: the matrix's modes instead.
+    std::vector<std::string> modes;
+    for (lifecycle::Mode m : matrix.modes) modes.emplace_back(lifecycle::ModeName(m));
+    const std::string thread_memory =
+        std::find(matrix.modes.begin(), matrix.modes.end(), lifecycle::Mode::kThread) != matrix.modes.end()
+            ? absl::StrCat(" (thread: ", std::string(lifecycle::ThreadMemoryName(request->base.thread_memory)), " memory)")
+            : std::string();
+    every = absl::StrCat(absl::StrJoin(modes, ", "), matrix.modes.size() > 1 ? " modes" : " mode", thread_memory,
+                         every.substr(every.find(','), std::string::npos));
+  }
+  out << "every configuration: " << every << "\n";
   out << MachineLine(header) << "\n\n";
   report.PrintText(out);
   PrintCompareNotes(matrix, stats, request->aa, targets, out);

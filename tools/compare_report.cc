@@ -24,6 +24,7 @@ using lifecycle::CompareStats;
 // than one of them.
 std::vector<Column> CompareColumns(bool clients_in_text, bool holds_in_text) {
   return {{"config", "config"},
+          {"mode", ""},
           {"layout", ""},
           {"exit_check", ""},
           {"catcache", ""},
@@ -71,7 +72,7 @@ Cell RatioOf(const std::optional<RatioEstimate>& r, bool is_baseline, double pre
 
 // The cells every row starts with: names, A/A, size, clients, cost and
 // rate with their ratios, x floor.
-std::vector<Cell> LeadingCells(const std::array<std::string, 5>& names, bool aa, uint64_t bytes, int clients,
+std::vector<Cell> LeadingCells(const std::array<std::string, 6>& names, bool aa, uint64_t bytes, int clients,
                                int64_t hold, const CompareRowStats& r, double precision) {
   std::vector<Cell> row;
   for (const std::string& text : names) row.emplace_back(std::in_place_type<std::string>, text);
@@ -99,7 +100,9 @@ Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std
     const CompareRowStats& r = stats.mock[i];
     const lifecycle::CycleSummary& s = *r.summary;
     const lifecycle::PhaseStats& exit = s.phases[static_cast<int>(lifecycle::Phase::kExitCheck)];
-    std::vector<Cell> row = LeadingCells({c.label, c.names[0], c.names[1], c.names[2], c.names[3]}, c.aa,
+    std::vector<Cell> row = LeadingCells({c.label, std::string(lifecycle::ModeName(c.options.mode)), c.names[0], c.names[1],
+                                          c.names[2], c.names[3]},
+                                         c.aa,
                                          c.options.backend.shared_buffers.bytes, c.options.clients, c.options.hold, r,
                                          stats.precision);
     row.push_back(exit.wall_us.median);
@@ -125,7 +128,7 @@ Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std
   }
   for (size_t i = 0; i < targets.size(); ++i) {
     const pgreal::PgTargetResult& t = targets[i];
-    std::vector<Cell> row = LeadingCells({pgreal::ServerName(t), "", "", "", ""}, false,
+    std::vector<Cell> row = LeadingCells({pgreal::ServerName(t), "", "", "", "", ""}, false,
                                          static_cast<uint64_t>(t.shared_buffers_bytes), t.clients, matrix.holds.front(),
                                          stats.companions[i], stats.precision);
     // A real backend's phases are `pg --profile`'s: the exit columns stay empty.
@@ -152,6 +155,14 @@ void PrintCompareNotes(const CompareMatrix& matrix, const CompareStats& stats, b
          "faster or slower where the interval excludes 1, ~ where it covers 1 (no difference this run\n"
          "can resolve). x floor: conn/s over the bare fork+exit+wait rate measured in the same runs;\n"
          "exit: the exit check's median us, faults and share of a backend's CPU.\n";
+  if (matrix.modes.size() > 1) {
+    out << "modes: a " << lifecycle::ModeName(matrix.modes.front())
+        << " row's vs base is against " << matrix.baseline_label
+        << "; every other mode's row is against the same configuration in " << lifecycle::ModeName(matrix.modes.front())
+        << " mode,\nat the same shared_buffers"
+        << (one_clients ? "" : " and clients")
+        << ": what that process model saves. A thread's fork and reap are thread_start and thread_join.\n";
+  }
   if (matrix.holds.size() > 1) {
     out << "hold: connections held, idle, beside each run (their backends' lives in no figure of the run's);\n"
            "CPU vs fewest held: the row's cost over the same configuration's holding "

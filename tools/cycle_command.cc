@@ -24,7 +24,8 @@ namespace backendlab::tools {
 namespace {
 
 constexpr FlagSpec kFlags[] = {
-    {"mode", "fork", "fork: a postmaster forks a backend per connection; inproc: no fork"},
+    {"mode", "fork", "fork: a postmaster forks a backend per connection; thread: a thread of one server process per connection; inproc: no fork"},
+    {"thread-memory", "fresh", "thread mode: a backend's private memory from fresh mappings (fresh) or from its slot's arena, reused across connections (reuse)"},
     {"layout", "hash", "refcount table layout: array, bytes, hash, hash-keys or array-touched"},
     {"exit-check", "assert", "exit-check policy: always, assert or off"},
     {"kernel", "simd", "how the exit check scans array and bytes: naive (9.0's loop), word or simd"},
@@ -44,7 +45,7 @@ constexpr FlagSpec kFlags[] = {
     {"syscalls", "off", "count syscalls per phase (perf tracepoint; slows every backend's start): on or off"},
     {"counters", "", "perf events per phase, e.g. task-clock,context-switches,cycles (or sw, hw, all); each slows every backend's start"},
     {"leak-pins", "0", "plant a bug: pins each backend never releases"},
-    {"kill-backend", "-1", "fault injection (fork mode): the backend of this connection number SIGKILLs itself"},
+    {"kill-backend", "-1", "fault injection (fork, thread mode): the backend of this connection number SIGKILLs itself (a thread takes the server with it)"},
     {"json", "", "also write the results as JSON to this file"},
     {"csv", "", "also write the per-phase rows as CSV to this file"},
 };
@@ -96,7 +97,7 @@ absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& ou
       s.baseline_forks_per_second, static_cast<int>(result->baseline_fork_ns.count()), floor_ratio);
 
   PrintServerUsage(*result, options->hold, out);
-  Report report = PhaseReport(s, b.counters);
+  Report report = PhaseReport(s, b.counters, lifecycle::BackendKindOf(options->mode));
   report.PrintText(out);
   out << absl::StrFormat("(between work and exit_check the backend waited %s us median for the client's terminate)\n",
                          Us(s.wait_us.median));

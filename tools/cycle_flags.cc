@@ -100,6 +100,7 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
   lifecycle::BackendConfig& b = o.backend;
   for (absl::Status s : {
            ParseFlagInto(flags, "mode", lifecycle::ParseMode, &o.mode),
+           ParseFlagInto(flags, "thread-memory", lifecycle::ParseThreadMemory, &o.thread_memory),
            ParseFlagInto(flags, "syscache", ParseSyscacheName, &b.syscache),
            ParseFlagInto(flags, "wait", waits::ParseWaitStrategy, &b.wait),
            ParseFlagInto(flags, "kernel", buffers::ParseScanKernel, &b.exit_kernel),
@@ -180,7 +181,11 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
     if (!events.ok()) return events.status();
     b.counters = *std::move(events);
   }
-  if (absl::Status s = lifecycle::ValidateCycleOptions(o); !s.ok()) return s;
+  // compare's modes are its matrix's, and its thread memory goes to their
+  // thread rows alone: checked there (SpecFromFlags).
+  lifecycle::CycleOptions checked = o;
+  if (!with_configuration) checked.thread_memory = lifecycle::ThreadMemory::kFresh;
+  if (absl::Status s = lifecycle::ValidateCycleOptions(checked); !s.ok()) return s;
   return o;
 }
 

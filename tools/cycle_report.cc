@@ -25,7 +25,11 @@ std::string ConfigLine(const lifecycle::CycleOptions& o, bool with_configuration
           : std::string();
   const std::string clients =
       with_configuration ? absl::StrCat(o.clients, o.clients == 1 ? " client, " : " clients, ") : std::string();
-  return absl::StrCat(std::string(lifecycle::ModeName(o.mode)), " mode", configuration, ", ", clients,
+  return absl::StrCat(std::string(lifecycle::ModeName(o.mode)), " mode",
+                      o.mode == lifecycle::Mode::kThread
+                          ? absl::StrCat(" (", std::string(lifecycle::ThreadMemoryName(o.thread_memory)), " memory)")
+                          : std::string(),
+                      configuration, ", ", clients,
                       o.connections > 0 ? absl::StrCat(o.connections, " connections")
                                         : absl::StrCat(absl::ToInt64Milliseconds(o.duration), " ms"),
                       " (+", o.warmup, " warm-up), work ", b.work_pins, " pins + ", b.work_lookups, " lookups",
@@ -39,6 +43,8 @@ std::string ConfigLine(const lifecycle::CycleOptions& o, bool with_configuration
 nlohmann::json ConfigJson(const lifecycle::CycleOptions& o) {
   const lifecycle::BackendConfig& b = o.backend;
   return {{"mode", lifecycle::ModeName(o.mode)},
+          {"thread_memory", o.mode == lifecycle::Mode::kThread ? nlohmann::json(lifecycle::ThreadMemoryName(o.thread_memory))
+                                                                 : nlohmann::json(nullptr)},
           {"layout", buffers::LayoutName(b.layout)},
           {"exit_check", buffers::ExitCheckPolicyName(b.exit_check)},
           {"scan_kernel", buffers::ScanKernelName(b.exit_kernel)},
@@ -86,7 +92,8 @@ nlohmann::json SummaryJson(const lifecycle::CycleSummary& s, const lifecycle::Cy
           {"interrupted", r.interrupted}};
 }
 
-Report PhaseReport(const lifecycle::CycleSummary& s, std::span<const profiling::PerfEvent> counters) {
+Report PhaseReport(const lifecycle::CycleSummary& s, std::span<const profiling::PerfEvent> counters,
+                   lifecycle::BackendKind kind) {
   std::vector<Column> columns = {{"phase", "phase"},
                                  {"backends", "backends", 0},
                                  {"median_us", "median us", 1},
@@ -107,7 +114,7 @@ Report PhaseReport(const lifecycle::CycleSummary& s, std::span<const profiling::
   for (lifecycle::Phase p : lifecycle::kAllPhases) {
     const lifecycle::PhaseStats& ps = s.phases[static_cast<int>(p)];
     std::vector<Cell> row;
-    row.emplace_back(std::in_place_type<std::string>, lifecycle::PhaseName(p));
+    row.emplace_back(std::in_place_type<std::string>, lifecycle::PhaseName(p, kind));
     row.push_back(static_cast<int64_t>(ps.wall_us.count));
     if (ps.wall_us.count == 0) {
       for (size_t i = 0; i < 6 + extra.size(); ++i) row.push_back(std::monostate{});

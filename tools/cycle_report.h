@@ -24,7 +24,10 @@ nlohmann::json SummaryJson(const lifecycle::CycleSummary& s, const lifecycle::Cy
 
 // One row per phase: median and p99 us, CPU, faults, syscalls, and a column
 // per --counters event (medians; empty where the kernel refused it).
-Report PhaseReport(const lifecycle::CycleSummary& s, std::span<const profiling::PerfEvent> counters = {});
+// A thread's backends name their first and last phases as threads do
+// (lifecycle::PhaseName(Phase, BackendKind)).
+Report PhaseReport(const lifecycle::CycleSummary& s, std::span<const profiling::PerfEvent> counters = {},
+                   lifecycle::BackendKind kind = lifecycle::BackendKind::kProcess);
 
 // Crashed backends (warm-up ones included) and leak warnings, one line each
 // (the first few).

@@ -15,6 +15,8 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -130,8 +132,10 @@ std::vector<BadInput> BadInputs() {
       {"--clients=5", "--connections=2"},
       {"--connections=0"},
       {"--connections=-3"},
-      {"--mode=thread"},
+      {"--mode=threads"},
       {"--mode=inproc", "--clients=2"},
+      {"--thread-memory=reuse"},  // without thread mode (compare: without thread in --modes)
+      {"--mode=thread", "--thread-memory=arena"},
       {"--bogus=1"},
       {"--warmup=-1"},
       {"--work-pins=-1"},
@@ -144,7 +148,8 @@ std::vector<BadInput> BadInputs() {
   auto for_compare = [](std::vector<std::string> args) {
     for (std::string& a : args) {
       for (const auto& [one, list] : std::vector<std::pair<std::string, std::string>>{
-               {"--exit-check=", "--exit-checks="}, {"--catcache=", "--catcaches="}, {"--syscache=", "--syscaches="}}) {
+               {"--exit-check=", "--exit-checks="}, {"--catcache=", "--catcaches="}, {"--syscache=", "--syscaches="},
+               {"--mode=", "--modes="}}) {
         if (a.rfind(one, 0) == 0) a = list + a.substr(one.size());
       }
     }
@@ -165,6 +170,7 @@ std::vector<BadInput> BadInputs() {
            {"--leak-pins=-1"},
            {"--kill-backend=-2"},
            {"--mode=inproc", "--kill-backend=1"},
+           {"--mode=thread", "--hold=2"},
            {"--layout=hash", "--layout=array"},
            {"--counters=cycles,bogus"},
            {"--counters=task-clock,,cycles"},
@@ -179,6 +185,8 @@ std::vector<BadInput> BadInputs() {
            {"--exit-checks=always,sometimes"},
            {"--clients=3", "--connections=2"},  // a round must have a connection per client
            {"--baseline=hash/alwayz"},
+           {"--modes=fork,thread,fork"},
+           {"--modes=thread", "--html=x.html"},  // a thread cannot be sampled: the baseline's profile
        }) {
     all.push_back({"compare", args});
   }
@@ -264,6 +272,83 @@ TEST_F(CycleCliTest, KilledBackendIsPrintedAndExitsOne) {
   EXPECT_NE(r.out.find("backends: 9 exited, 1 crashed"), std::string::npos) << r.out;
   EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab cycle: "));
   EXPECT_NE(r.err.find("crashed"), std::string::npos) << r.err;
+  ExpectTmpdirEmpty();
+}
+
+// A backend thread is a thread of the server: it has a thread's first and
+// last phases, in the text and the JSON.
+TEST_F(CycleCliTest, ThreadModePrintsAThreadsPhasesAndExitsZero) {
+  for (const char* memory : {"fresh", "reuse"}) {
+    SCOPED_TRACE(memory);
+    const std::string json = dir_ + "/thread.json";
+    const RunResult r = Run(Cycle({"--mode=thread", std::string("--thread-memory=") + memory, "--json=" + json}));
+    ASSERT_EQ(r.exit_code, 0) << "stderr: " << r.err;
+    EXPECT_EQ(r.err, "");
+    EXPECT_NE(r.out.find(std::string("thread mode (") + memory + " memory)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("backends: 10 exited, 0 crashed"), std::string::npos) << r.out;
+    const nlohmann::json j = nlohmann::json::parse(ReadFile(json), nullptr, /*allow_exceptions=*/false);
+    ASSERT_FALSE(j.is_discarded());
+    EXPECT_EQ(j["header"]["config"].value("mode", ""), "thread") << j["header"].dump(2);
+    EXPECT_EQ(j["header"]["config"].value("thread_memory", ""), memory) << j["header"].dump(2);
+    std::vector<std::string> phases;
+    for (const nlohmann::json& row : j.value("rows", nlohmann::json::array())) {
+      phases.push_back(row.value("phase", ""));
+      EXPECT_EQ(row.value("backends", -1), 10) << row.dump();
+    }
+    EXPECT_EQ(phases, (std::vector<std::string>{"thread_start", "init_buffers", "init_catcache", "init_other", "work",
+                                                "exit_check", "teardown", "thread_join"}));
+  }
+  ExpectTmpdirEmpty();
+}
+
+// A backend thread that crashes takes the server with it: one line, exit 1,
+// nothing left behind.
+TEST_F(CycleCliTest, ACrashedBackendThreadEndsTheRunWithOneLine) {
+  const RunResult r = Run(Cycle({"--mode=thread", "--kill-backend=5"}));
+  EXPECT_EQ(r.exit_code, 1) << "stderr: " << r.err;
+  EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab cycle: ")) << r.err;
+  EXPECT_NE(r.err.find("the server process died (signal 9)"), std::string::npos) << r.err;
+  ExpectTmpdirEmpty();
+}
+
+// compare across modes: a row per mode and configuration, JSON key `mode`,
+// a later mode's row against its own configuration in the first.
+TEST_F(CycleCliTest, CompareAcrossModesHasARowPerModeAgainstTheFirstMode) {
+  const std::string json = dir_ + "/modes.json";
+  const RunResult r = Run({"compare", "--modes=fork,thread", "--layouts=array,hash", "--shared-buffers=128MB",
+                           "--exit-checks=always", "--connections=4", "--rounds=2", "--warmup=1", "--work-lookups=10",
+                           "--json=" + json});
+  ASSERT_EQ(r.exit_code, 0) << "stderr: " << r.err;
+  EXPECT_NE(r.out.find("every configuration: fork, thread modes (thread: fresh memory),"), std::string::npos) << r.out;
+  const std::vector<std::string> lines = Lines(r.out);
+  for (const std::string label : {"fork array/always ", "fork hash/always ", "thread array/always ", "thread hash/always "}) {
+    EXPECT_EQ(std::count_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.rfind(label, 0) == 0; }), 1)
+        << label << "\n" << r.out;
+  }
+  const nlohmann::json j = nlohmann::json::parse(ReadFile(json), nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["header"].value("baseline", ""), "fork array/always");
+  EXPECT_EQ(j["header"]["modes"], nlohmann::json::array({"fork", "thread"}));
+  std::vector<std::string> modes;
+  std::map<std::string, std::vector<double>> fork_rounds;  // by layout
+  for (const nlohmann::json& row : j.value("rows", nlohmann::json::array())) {
+    modes.push_back(row.value("mode", ""));
+    const std::vector<double> rounds = row["rounds_cpu_us_per_connection"].get<std::vector<double>>();
+    if (row.value("mode", "") == "fork") {
+      fork_rounds[row.value("layout", "")] = rounds;
+      continue;
+    }
+    // A thread row's ratio is to the same layout's fork row, paired within
+    // rounds: the geometric mean of the rounds' ratios.
+    const std::vector<double>& base = fork_rounds[row.value("layout", "")];
+    ASSERT_EQ(base.size(), rounds.size()) << row.dump();
+    double log_sum = 0;
+    for (size_t i = 0; i < rounds.size(); ++i) log_sum += std::log(rounds[i] / base[i]);
+    EXPECT_NEAR(row.value("cpu_us_per_connection_vs_baseline", 0.0), std::exp(log_sum / static_cast<double>(rounds.size())), 1e-9)
+        << row.dump();
+    EXPECT_TRUE(row["cpu_us_per_connection_vs_baseline_ci"].is_array()) << row.dump();
+  }
+  EXPECT_EQ(modes, (std::vector<std::string>{"fork", "fork", "thread", "thread"}));
   ExpectTmpdirEmpty();
 }
 
