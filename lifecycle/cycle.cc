@@ -264,20 +264,21 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
       result.server.syscalls_by_kind = counts.by_kind;
     }
   }
+  const bool died = !WIFEXITED(status) || WEXITSTATUS(status) != 0 || clients.postmaster_gone();
+  const std::string how =
+      WIFSIGNALED(status) ? absl::StrCat("signal ", WTERMSIG(status)) : absl::StrCat("status ", WEXITSTATUS(status));
+  // A backend thread's crash kills the server process: whatever the clients
+  // saw after it (a refused connect, a reset) is a symptom.
+  if (options.mode == Mode::kThread && WIFSIGNALED(status)) {
+    return absl::InternalError(absl::StrCat("the server process died (", how,
+                                            "): with --mode=thread a backend that crashes takes the server and every "
+                                            "connection with it"));
+  }
   // The postmaster's own failure first: when it fails it also closes its
   // socket, so clients that try again meanwhile fail with ENOENT, a symptom.
   if (!postmaster_failure.ok()) return postmaster_failure;
   if (!run.ok()) return run;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || clients.postmaster_gone()) {
-    const std::string how =
-        WIFSIGNALED(status) ? absl::StrCat("signal ", WTERMSIG(status)) : absl::StrCat("status ", WEXITSTATUS(status));
-    if (options.mode == Mode::kThread) {
-      return absl::InternalError(absl::StrCat("the server process died (", how,
-                                              "): with --mode=thread a backend that crashes takes the server and every "
-                                              "connection with it"));
-    }
-    return absl::InternalError(absl::StrCat("the postmaster died (", how, ")"));
-  }
+  if (died) return absl::InternalError(absl::StrCat("the postmaster died (", how, ")"));
   if (samples_fd.valid()) {
     internal::SampleHarvest harvest;
     result.samples_status = internal::ReadSampleChunks(samples_fd.get(), options.hold + options.warmup, harvest);

@@ -874,11 +874,21 @@ TEST(CycleThreadNamesTest, AThreadStartsAndEndsWithItsOwnWords) {
 // From a reused arena the pages are there already: the first reuse writes
 // the zero pages the scan mapped (memset: 128 faults in init_buffers), every
 // later one faults nothing. Which connection reuses which arena depends on
-// how backends overlap, so each record must be one of those three, and with
-// 15 connections and one client some must be the last. (The 4-kB page is
+// how backends overlap, so a scan faults the whole table or nothing, and
+// with 15 connections and one client some connections fault neither. (The 4-kB page is
 // this project's platform, x86-64 Linux.)
 TEST_F(CycleTest, AFreshTableFaultsEachPageOnceInAThreadAndAReusedOneNone) {
   ASSERT_EQ(sysconf(_SC_PAGESIZE), 4096);
+  // Under ASan an instrumented access reads its shadow byte first: up to
+  // one more fault per 8 fresh pages (the shadow's page of them, one more
+  // where it straddles a page boundary), fewer where an earlier mapping at
+  // the same addresses left its shadow mapped.
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr int64_t kShadow = 128 / 8 + 1;
+#else
+  constexpr int64_t kShadow = 0;
+#endif
+  auto table = [](int64_t faults) { return faults >= 128 && faults <= 128 + kShadow; };
   for (ThreadMemory memory : {ThreadMemory::kFresh, ThreadMemory::kReuse}) {
     SCOPED_TRACE(ThreadMemoryName(memory));
     CycleOptions o = SmallOptions(Mode::kThread, Layout::kArray, 15);
@@ -895,13 +905,14 @@ TEST_F(CycleTest, AFreshTableFaultsEachPageOnceInAThreadAndAReusedOneNone) {
       SCOPED_TRACE(testing::Message() << "connection " << r.sequence);
       const int64_t init = r.phase[static_cast<int>(Phase::kInitBuffers)].minor_faults;
       const int64_t scan = r.phase[static_cast<int>(Phase::kExitCheck)].minor_faults;
+      // init_buffers may fault a page or two besides the table (a new
+      // thread's first malloc), never one of its 128.
       if (memory == ThreadMemory::kFresh) {
-        EXPECT_EQ(init, 0) << "a fresh mapping faults nothing until touched";
-        EXPECT_EQ(scan, 128);
+        EXPECT_LT(init, 8) << "a fresh mapping faults nothing until touched";
+        EXPECT_TRUE(table(scan)) << scan << " faults";
       } else {
-        EXPECT_TRUE((init == 0 && scan == 128) || (init == 128 && scan == 0) || (init == 0 && scan == 0))
-            << "init_buffers " << init << " faults, exit_check " << scan;
-        no_faults += init == 0 && scan == 0;
+        EXPECT_TRUE(scan == 0 || table(scan)) << "exit_check " << scan << " faults";
+        no_faults += init < 8 && scan == 0;
       }
     }
     if (memory == ThreadMemory::kReuse) {
