@@ -16,6 +16,7 @@
 #include "buffers/layout_dispatch.h"
 #include "catcache/catcache.h"
 #include "lifecycle/internal/weight_work.h"
+#include "base/private_pages.h"
 #include "base/resource_usage.h"
 #include "profiling/sampler.h"
 #include "profiling/perf_events.h"
@@ -167,33 +168,40 @@ absl::Status Session(const BackendEnvironment& env, int client_fd, PhaseRecorder
   return absl::OkStatus();
 }
 
-template <RefCountTable T>
-absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendRecord& record) {
-  const BackendConfig& config = env.config;
-  const profiling::PerfCounters counters = profiling::PerfCounters::Open(env.counter_events);
-  PhaseRecorder phases(record, counters);
-
-  // The end of `fork`: all the child did since fork() returned in it (closing
-  // the postmaster's descriptors, signal set-up, first touches of code, stack
-  // and heap pages) belongs to starting a backend. A forked child's counters
-  // start at zero, so what they show now is that start; the postmaster adds
-  // its own fork() call and the wall time since accept.
+// The end of the start phase (`fork`, `thread_start`, `handoff`): all the
+// backend did since `since` (a forked child's or a new thread's counters
+// start at zero; a pooled backend's since it received the connection) —
+// closing the postmaster's descriptors, signal set-up, first touches of
+// code, stack and heap pages — belongs to starting it; the postmaster adds
+// its own call (fork, pthread_create, sendmsg) and the wall time since accept.
+void RecordStart(BackendRecord& record, const ResourceSample& since) {
   record.child_start_ns = NowNs();
-  const ResourceSample started = SampleThread();
-  record.phase[static_cast<int>(Phase::kFork)].cpu_ns = started.cpu_ns;
-  record.phase[static_cast<int>(Phase::kFork)].minor_faults = started.minor_faults;
-  record.phase[static_cast<int>(Phase::kFork)].major_faults = started.major_faults;
+  const ResourceSample started = SampleThread() - since;
+  PhaseCounters& start = record.phase[static_cast<int>(Phase::kFork)];
+  start.cpu_ns = started.cpu_ns;
+  start.minor_faults = started.minor_faults;
+  start.major_faults = started.major_faults;
+}
 
-  phases.Begin(Phase::kInitBuffers);
-  absl::StatusOr<T> table = T::Create(config.shared_buffers.nbuffers);
-  if (!table.ok()) return table.status();
-  phases.End(Phase::kInitBuffers);
+// An exit check's (or a reset's) findings into the record, the leaked pins
+// taken out of shared memory too, as AtProcExit_Buffers did.
+void RecordLeaks(const BackendEnvironment& env, const buffers::ExitCheckResult& check, BackendRecord& record) {
+  for (const buffers::Leak& leak : check.leaks) {
+    env.pool->SharedRefCount(leak.buffer).fetch_sub(static_cast<uint32_t>(leak.count), std::memory_order_relaxed);
+    if (record.leaks_found < kMaxReportedLeaks) {
+      record.leak_buffers[record.leaks_found] = static_cast<int32_t>(leak.buffer);
+      record.leak_counts[record.leaks_found] = leak.count;
+    }
+    ++record.leaks_found;
+  }
+}
 
-  phases.Begin(Phase::kInitCatcache);
-  absl::StatusOr<std::unique_ptr<catcache::CatCacheSet>> caches = catcache::CatCacheSet::Create(config.catcache, env.syscache);
-  if (!caches.ok()) return caches.status();
-  phases.End(Phase::kInitCatcache);
-
+// init_other, work, the session and the exit check: the same for a backend
+// whose structures were just built and for a pooled one's, built before.
+template <RefCountTable T>
+absl::Status Connection(const BackendEnvironment& env, int client_fd, T& table, catcache::CatCacheSet& caches,
+                        PhaseRecorder& phases, BackendRecord& record) {
+  const BackendConfig& config = env.config;
   // What a real backend's start-up does besides (the relcache init file,
   // settings, authentication...), as the weight profile has it: nothing
   // without one.
@@ -206,19 +214,19 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
   phases.Begin(Phase::kWork);
   for (int64_t i = 0; i < config.work_pins; ++i) {
     const BufferId b = WorkBuffer(record.sequence, i, config.shared_buffers.nbuffers);
-    if (absl::Status s = table->Pin(b); !s.ok()) return s;
+    if (absl::Status s = table.Pin(b); !s.ok()) return s;
     env.pool->SharedRefCount(b).fetch_add(1, std::memory_order_relaxed);
     CompilerBarrier();
     env.pool->SharedRefCount(b).fetch_sub(1, std::memory_order_relaxed);
-    if (absl::Status s = table->Unpin(b); !s.ok()) return s;
+    if (absl::Status s = table.Unpin(b); !s.ok()) return s;
   }
   if (record.sequence == config.kill_backend) raise(SIGKILL);  // a backend dying mid-work
-  if (absl::StatusOr<catcache::FirstQueriesResult> r = catcache::RunFirstQueries(**caches, env.lookups); !r.ok()) {
+  if (absl::StatusOr<catcache::FirstQueriesResult> r = catcache::RunFirstQueries(caches, env.lookups); !r.ok()) {
     return r.status();
   }
   for (int32_t i = 0; i < config.leak_pins; ++i) {  // a planted bug: pins never released
     const BufferId b = WorkBuffer(record.sequence, -1 - i, config.shared_buffers.nbuffers);
-    if (absl::Status s = table->Pin(b); !s.ok()) return s;
+    if (absl::Status s = table.Pin(b); !s.ok()) return s;
     env.pool->SharedRefCount(b).fetch_add(1, std::memory_order_relaxed);
   }
   if (env.weight) {
@@ -229,18 +237,31 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
   // Exit callbacks in PostgreSQL's order: the buffer check first (it was
   // registered last, with on_shmem_exit), then the backend's own teardown.
   phases.Begin(Phase::kExitCheck);
-  buffers::ExitCheckResult check = buffers::RunExitCheck(*table, config.exit_check, config.exit_kernel);
-  for (const buffers::Leak& leak : check.leaks) {
-    // As AtProcExit_Buffers did, the forcibly released pins leave shared memory too.
-    env.pool->SharedRefCount(leak.buffer).fetch_sub(static_cast<uint32_t>(leak.count), std::memory_order_relaxed);
-  }
+  const buffers::ExitCheckResult check = buffers::RunExitCheck(table, config.exit_check, config.exit_kernel);
+  RecordLeaks(env, check, record);
   phases.End(Phase::kExitCheck);
   record.exit_check_ran = check.ran ? 1 : 0;
-  record.leaks_found = static_cast<int32_t>(check.leaks.size());
-  for (size_t i = 0; i < check.leaks.size() && i < kMaxReportedLeaks; ++i) {
-    record.leak_buffers[i] = static_cast<int32_t>(check.leaks[i].buffer);
-    record.leak_counts[i] = check.leaks[i].count;
-  }
+  return absl::OkStatus();
+}
+
+template <RefCountTable T>
+absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendRecord& record) {
+  const BackendConfig& config = env.config;
+  const profiling::PerfCounters counters = profiling::PerfCounters::Open(env.counter_events);
+  PhaseRecorder phases(record, counters);
+  RecordStart(record, ResourceSample{});
+
+  phases.Begin(Phase::kInitBuffers);
+  absl::StatusOr<T> table = T::Create(config.shared_buffers.nbuffers);
+  if (!table.ok()) return table.status();
+  phases.End(Phase::kInitBuffers);
+
+  phases.Begin(Phase::kInitCatcache);
+  absl::StatusOr<std::unique_ptr<catcache::CatCacheSet>> caches = catcache::CatCacheSet::Create(config.catcache, env.syscache);
+  if (!caches.ok()) return caches.status();
+  phases.End(Phase::kInitCatcache);
+
+  if (absl::Status s = Connection(env, client_fd, *table, **caches, phases, record); !s.ok()) return s;
 
   phases.Begin(Phase::kTeardown);
   caches->reset();
@@ -256,6 +277,69 @@ absl::Status RunPhases(const BackendEnvironment& env, int client_fd, BackendReco
   phases.End(Phase::kTeardown);
   return absl::OkStatus();
 }
+
+// The backend's own counters at its end (RunBackend, a pooled connection),
+// so that whoever reaps or frees it can take what follows as the last phase.
+void RecordEnd(BackendRecord& record) {
+  const ResourceSample end = SampleThread();
+  record.exit_cpu_ns = end.cpu_ns;
+  record.exit_minor_faults = end.minor_faults;
+  record.exit_major_faults = end.major_faults;
+  record.exit_ns = NowNs();
+}
+
+template <RefCountTable T>
+class PooledBackendOf final : public PooledBackend {
+ public:
+  PooledBackendOf(const BackendEnvironment& env, std::unique_ptr<PageArena> arena, T table,
+                  std::unique_ptr<catcache::CatCacheSet> caches)
+      : env_(env), arena_(std::move(arena)), table_(std::move(table)), caches_(std::move(caches)) {}
+
+  absl::Status Serve(int client_fd, const ResourceSample& received, BackendRecord& record) override {
+    ScopedPageArena scope(arena_.get());
+    const absl::Status status = ServePhases(client_fd, received, record);
+    RecordEnd(record);
+    return status;
+  }
+  size_t HeldPins() const override { return table_.HeldCount(); }
+  size_t CacheEntries() const override { return caches_->Stats().entries; }
+
+ private:
+  absl::Status ServePhases(int client_fd, const ResourceSample& received, BackendRecord& record) {
+    const BackendConfig& config = env_.config;
+    const profiling::PerfCounters counters = profiling::PerfCounters::Open(env_.counter_events);
+    PhaseRecorder phases(record, counters);
+    RecordStart(record, received);
+    // Built when the backend was pre-forked, reset after its last
+    // connection: nothing to do (the phases are kept, so every mode has them).
+    phases.Begin(Phase::kInitBuffers);
+    phases.End(Phase::kInitBuffers);
+    phases.Begin(Phase::kInitCatcache);
+    phases.End(Phase::kInitCatcache);
+    if (absl::Status s = Connection(env_, client_fd, table_, *caches_, phases, record); !s.ok()) return s;
+
+    // The reset (PooledBackend says what it clears and why).
+    phases.Begin(Phase::kTeardown);
+    if (record.exit_check_ran == 0) {
+      RecordLeaks(env_, buffers::RunExitCheck(table_, buffers::ExitCheckPolicy::kAlways, config.exit_kernel), record);
+    }
+    caches_.reset();
+    absl::StatusOr<std::unique_ptr<catcache::CatCacheSet>> caches = catcache::CatCacheSet::Create(config.catcache, env_.syscache);
+    if (!caches.ok()) return caches.status();
+    caches_ = *std::move(caches);
+    if (env_.weight) {
+      if (absl::Status s = internal::RunPhaseWeight(*env_.weight, env_.weight->weight().exit); !s.ok()) return s;
+      internal::ReleaseWeightPages();
+    }
+    phases.End(Phase::kTeardown);
+    return absl::OkStatus();
+  }
+
+  const BackendEnvironment& env_;
+  std::unique_ptr<PageArena> arena_;  // outlives the structures whose pages it keeps
+  T table_;
+  std::unique_ptr<catcache::CatCacheSet> caches_;
+};
 
 }  // namespace
 
@@ -286,12 +370,22 @@ absl::Status RunBackend(const BackendEnvironment& env, int client_fd, BackendRec
   });
   // The backend's own counters at its end, so that whoever reaps it can take
   // the kernel's teardown (wait4's totals minus these) as the reap phase.
-  const ResourceSample end = SampleThread();
-  record.exit_cpu_ns = end.cpu_ns;
-  record.exit_minor_faults = end.minor_faults;
-  record.exit_major_faults = end.major_faults;
-  record.exit_ns = NowNs();
+  RecordEnd(record);
   return status;
+}
+
+absl::StatusOr<std::unique_ptr<PooledBackend>> PooledBackend::Build(const BackendEnvironment& env) {
+  return buffers::WithLayout(env.config.layout, [&]<RefCountTable T>() -> absl::StatusOr<std::unique_ptr<PooledBackend>> {
+    auto arena = std::make_unique<PageArena>();
+    ScopedPageArena scope(arena.get());
+    absl::StatusOr<T> table = T::Create(env.config.shared_buffers.nbuffers);
+    if (!table.ok()) return table.status();
+    absl::StatusOr<std::unique_ptr<catcache::CatCacheSet>> caches =
+        catcache::CatCacheSet::Create(env.config.catcache, env.syscache);
+    if (!caches.ok()) return caches.status();
+    return std::unique_ptr<PooledBackend>(
+        new PooledBackendOf<T>(env, std::move(arena), *std::move(table), *std::move(caches)));
+  });
 }
 
 }  // namespace backendlab::lifecycle

@@ -16,6 +16,7 @@
 #include "catcache/bucket_allocator.h"
 #include "catcache/first_queries.h"
 #include "catcache/syscache_profile.h"
+#include "base/resource_usage.h"
 #include "lifecycle/backend_record.h"
 #include "lifecycle/backend_weight.h"
 #include "lifecycle/shared_pool.h"
@@ -72,7 +73,8 @@ struct BackendEnvironment {
   int death_own_fd = -1;
   // config.weight, prepared: its file, its libraries loaded, its CPU loop's rate.
   std::shared_ptr<const internal::WeightSupport> weight;
-  // The backends are threads of one server process (cycle --mode=thread):
+  // The backends are threads of one server process (cycle --mode=thread),
+  // or pooled processes (PooledBackend, which is what it does for them):
   // a weight's touched pages are given back at teardown, as nothing else
   // would free them, and its `exit` exit path is not taken (libc's exit
   // handlers and the libraries' destructors are the process's, run once at
@@ -95,6 +97,39 @@ absl::StatusOr<BackendEnvironment> PrepareBackendEnvironment(const BackendConfig
 // it got. A client that went away (EOF, EPIPE, ECONNRESET) ends the session
 // as "terminate" would: no error.
 absl::Status RunBackend(const BackendEnvironment& env, int client_fd, BackendRecord& record);
+
+// A pre-forked backend (`cycle --mode=prefork`): a process forked before
+// any connection, which builds its private structures once (its refcount
+// table and catalog caches, on pages of its own arena) and serves one
+// connection after another, resetting between them instead of exiting.
+// A connection's phases are RunBackend's, with three differences: its
+// start is `handoff` (the postmaster passing the connection), init_buffers
+// and init_catcache have nothing left to build, and its end is `reset`
+// (in the teardown slot), which clears what the next connection must not
+// see:
+// - pins still held: found and released with a full check whatever the
+//   exit-check policy (the exit check's own, if it ran, already did), and
+//   counted in the record's leaks — a pooled backend cannot leave a leak
+//   to the kernel;
+// - the catalog caches: rebuilt empty (another database's entries, or
+//   stale ones, must not survive), from the backend's arena (no fault);
+// - a weight's per-connection pages: given back to the arena.
+// Not modelled (nothing in the mock holds them): session settings,
+// prepared statements, temporary tables, locks, the client's identity.
+// A weight's `exit` exit path is not taken: the process does not exit.
+class PooledBackend {
+ public:
+  static absl::StatusOr<std::unique_ptr<PooledBackend>> Build(const BackendEnvironment& env);
+  virtual ~PooledBackend() = default;
+  // One connection on client_fd, received when the backend's counters
+  // (SampleThread) read `received`. Returns the first error; the record
+  // says how far it got, and its exit_* counters are set at the end.
+  virtual absl::Status Serve(int client_fd, const ResourceSample& received, BackendRecord& record) = 0;
+  // What the structures hold now (after a reset: nothing). HeldPins scans
+  // a flat table: not for a timed path.
+  virtual size_t HeldPins() const = 0;
+  virtual size_t CacheEntries() const = 0;
+};
 
 // The protocol's bytes: the backend's "ready", the client's "terminate";
 // with queries, the client's query and the backend's answer.

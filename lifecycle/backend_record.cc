@@ -66,6 +66,11 @@ std::string_view PhaseName(Phase phase, BackendKind kind) {
       if (value == phase) return name;
     }
   }
+  if (kind == BackendKind::kPooled) {
+    for (const auto& [value, name] : kPooledPhaseNames) {
+      if (value == phase) return name;
+    }
+  }
   return PhaseName(phase);
 }
 

@@ -49,8 +49,15 @@ inline std::string_view PhaseName(Phase phase) { return NameOf(phase, kPhaseName
 // their own words: `thread_start` (pthread_create in the postmaster and the
 // thread's start, where a process has fork) and `thread_join` (the thread's
 // end and its join, where a process has reap).
-enum class BackendKind { kProcess, kThread };
+// A pre-forked backend serves one connection after another: `handoff`
+// (the postmaster passing the connection, where a new process has fork),
+// `reset` (clearing its state for the next connection, where a process has
+// its teardown) and `release` (from the reset's end to the postmaster
+// knowing the backend idle, where a process has reap).
+enum class BackendKind { kProcess, kThread, kPooled };
 inline constexpr NamedValue<Phase> kThreadPhaseNames[] = {{Phase::kFork, "thread_start"}, {Phase::kReap, "thread_join"}};
+inline constexpr NamedValue<Phase> kPooledPhaseNames[] = {
+    {Phase::kFork, "handoff"}, {Phase::kTeardown, "reset"}, {Phase::kReap, "release"}};
 std::string_view PhaseName(Phase phase, BackendKind kind);
 
 // What a sampled process was doing, recorded with each profiler sample: a
@@ -133,8 +140,9 @@ struct BackendEnd {
   bool forked = true;               // false: in-process, no fork phase
   ResourceSample fork_parent_cost;  // the postmaster's own fork() call (a thread's: pthread_create)
   int64_t reaped_ns = 0;            // a thread's: pthread_join returned
-  // A thread: its own counters (SampleThread) after its last call, and the
-  // postmaster's pthread_join; together its thread_join phase.
+  // A thread (a pooled backend): its own counters (SampleThread) after its
+  // last call, and the postmaster's pthread_join (reading its "done");
+  // together its thread_join (release) phase.
   const ResourceSample* thread_end = nullptr;
   ResourceSample join_cost{};
 };

@@ -46,6 +46,7 @@ absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec) {
     for (Mode mode : m.modes) {
       most.mode = mode;
       most.thread_memory = mode == Mode::kThread ? spec.base.thread_memory : ThreadMemory::kFresh;
+      most.pool = mode == Mode::kPrefork ? spec.base.pool : 0;
       if (absl::Status s = ValidateCycleOptions(most); !s.ok()) return s;
     }
   }
@@ -83,6 +84,7 @@ absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec) {
             c.options.hold = hold;
             c.options.mode = mode;
             c.options.thread_memory = mode == Mode::kThread ? spec.base.thread_memory : ThreadMemory::kFresh;
+            c.options.pool = mode == Mode::kPrefork ? spec.base.pool : 0;
             if (m.modes.size() > 1) c.label = absl::StrCat(std::string(ModeName(mode)), " ", c.label);
             m.configs.push_back(std::move(c));
           }

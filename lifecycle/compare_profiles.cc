@@ -18,7 +18,7 @@ absl::StatusOr<CompareProfiles> ProfileCompareRows(const CompareMatrix& matrix, 
         c.options.clients != matrix.clients.front() || c.options.hold != matrix.holds.front()) {
       continue;
     }
-    if (c.options.mode == Mode::kThread) {
+    if (!SampledMode(c.options.mode)) {
       out.not_profiled.push_back(c.label);
       continue;
     }

@@ -41,8 +41,8 @@ struct CompareProfiles {
   std::vector<CompareProfile> rows;   // the baseline first, then the matrix's order
   std::vector<profiling::TraceSpan> baseline_spans;  // SpansOf the baseline's first backends
   bool interrupted = false;           // a stop request: the rows so far, none after
-  // Configurations left out because their mode cannot be sampled (thread:
-  // the sampler's timer is a process's), by label.
+  // Configurations left out because their mode cannot be sampled
+  // (SampledMode), by label.
   std::vector<std::string> not_profiled;
 };
 

@@ -190,7 +190,7 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
     server_env.death_watch_fd = death->watch_fd();
     // A backend thread shares the postmaster's descriptors: the write end
     // is closed with the process, and the thread must not close it.
-    if (options.mode == Mode::kFork) server_env.death_own_fd = death->own_fd();
+    if (options.mode != Mode::kThread) server_env.death_own_fd = death->own_fd();
   }
   const BackendEnvironment* backend_env = &server_env;
 
@@ -214,6 +214,10 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
     // Backends that have exited but are not reaped yet still hold a slot.
     config.nslots = static_cast<size_t>(options.clients) * 4 + 64 + static_cast<size_t>(options.hold);
     config.threads = options.mode == Mode::kThread;
+    if (options.mode == Mode::kPrefork) {
+      config.pool = PoolSize(options);
+      config.nslots = std::max(config.nslots, static_cast<size_t>(config.pool));
+    }
     config.reuse_memory = options.thread_memory == ThreadMemory::kReuse;
     internal::RunPostmaster(config);  // never returns: no destructor of ours runs in it
   }
@@ -311,14 +315,14 @@ absl::Status ValidateCycleOptions(const CycleOptions& o) {
   if (o.mode == Mode::kInproc && o.clients != 1) return absl::InvalidArgumentError("--mode=inproc runs one client");
   // An inproc backend is this process: its SIGKILL would take the tool with it.
   if (o.mode == Mode::kInproc && o.backend.kill_backend >= 0) {
-    return absl::InvalidArgumentError("--kill-backend needs --mode=fork");
+    return absl::InvalidArgumentError("--kill-backend needs a server mode (fork, thread or prefork)");
   }
   if (o.backend.queries < 0 || o.backend.queries > 1'000'000) return absl::InvalidArgumentError("--queries must be 0..10^6");
   if (o.mode == Mode::kInproc && o.backend.weight) {
-    return absl::InvalidArgumentError("--backend-profile needs --mode=fork (its postmaster and exit parts are a process's)");
+    return absl::InvalidArgumentError("--backend-profile needs a server mode (its postmaster parts are a server's)");
   }
   if (o.mode == Mode::kInproc && o.backend.queries > 0) {
-    return absl::InvalidArgumentError("--queries needs --mode=fork (a query is a round trip with a client)");
+    return absl::InvalidArgumentError("--queries needs a server mode (a query is a round trip with a client)");
   }
   if (o.warmup < 0) return absl::InvalidArgumentError("--warmup must be >= 0");
   if (o.hold < 0 || o.hold > kMaxHold) return absl::InvalidArgumentError(absl::StrCat("--hold must be 0..", kMaxHold));
@@ -328,6 +332,11 @@ absl::Status ValidateCycleOptions(const CycleOptions& o) {
   }
   if (o.mode != Mode::kThread && o.thread_memory != ThreadMemory::kFresh) {
     return absl::InvalidArgumentError("--thread-memory needs --mode=thread");
+  }
+  if (o.mode != Mode::kPrefork && o.pool != 0) return absl::InvalidArgumentError("--pool needs --mode=prefork");
+  if (o.pool < 0 || o.pool > kMaxPool) return absl::InvalidArgumentError(absl::StrCat("--pool must be 1..", kMaxPool));
+  if (o.mode == Mode::kPrefork && o.sampler) {
+    return absl::InvalidArgumentError("--profile needs --mode=fork or inproc (a pre-forked backend's samples are not split by connection)");
   }
   if (o.hold > 0) {
     // Descriptors (raising the soft limit to the hard one), processes and
@@ -372,6 +381,7 @@ void MergeRound(const CycleResult& round, CycleResult& total) {
   if (total.counters_unavailable.empty()) total.counters_unavailable = round.counters_unavailable;
   total.syscalls_counted = round.syscalls_counted;
   total.interrupted |= round.interrupted;
+  total.replaced += round.replaced;
 }
 
 absl::StatusOr<CycleResult> RunCycle(const CycleOptions& options) {

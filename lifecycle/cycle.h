@@ -27,14 +27,22 @@
 namespace backendlab::lifecycle {
 
 // How a connection's backend runs: a forked process (PostgreSQL's model),
-// in this process (no fork, no socket), or a thread of the mock server's one
-// process (what a threaded PostgreSQL would do).
-enum class Mode { kFork, kInproc, kThread };
-inline constexpr NamedValue<Mode> kModeNames[] = {{Mode::kFork, "fork"}, {Mode::kInproc, "inproc"}, {Mode::kThread, "thread"}};
+// in this process (no fork, no socket), a thread of the mock server's one
+// process (what a threaded PostgreSQL would do), or a pre-forked process
+// that serves one connection after another (PooledBackend).
+enum class Mode { kFork, kInproc, kThread, kPrefork };
+inline constexpr NamedValue<Mode> kModeNames[] = {
+    {Mode::kFork, "fork"}, {Mode::kInproc, "inproc"}, {Mode::kThread, "thread"}, {Mode::kPrefork, "prefork"}};
 inline std::string_view ModeName(Mode mode) { return NameOf(mode, kModeNames); }
 absl::StatusOr<Mode> ParseMode(std::string_view name);
-inline BackendKind BackendKindOf(Mode mode) { return mode == Mode::kThread ? BackendKind::kThread : BackendKind::kProcess; }
-// Both modes that run a mock server (a postmaster process and a socket).
+inline BackendKind BackendKindOf(Mode mode) {
+  return mode == Mode::kThread ? BackendKind::kThread : mode == Mode::kPrefork ? BackendKind::kPooled : BackendKind::kProcess;
+}
+// The modes whose backends the sampler can profile (CycleOptions::sampler):
+// a thread's timer would be the process's, a pre-forked backend's samples
+// would not be split by connection.
+inline bool SampledMode(Mode mode) { return mode == Mode::kFork || mode == Mode::kInproc; }
+// The modes that run a mock server (a postmaster process and a socket).
 inline bool ServerMode(Mode mode) { return mode != Mode::kInproc; }
 
 // Where a backend thread's private memory comes from (--thread-memory):
@@ -50,6 +58,9 @@ absl::StatusOr<ThreadMemory> ParseThreadMemory(std::string_view name);
 struct CycleOptions {
   Mode mode = Mode::kFork;
   ThreadMemory thread_memory = ThreadMemory::kFresh;  // thread mode
+  // Prefork mode: the pre-forked backends (--pool); 0: one more than the
+  // clients, so that a backend is idle while another resets.
+  int pool = 0;
   BackendConfig backend;
   int clients = 1;
   int64_t connections = 200;  // measured connections; 0: run for `duration` instead
@@ -93,6 +104,7 @@ struct CycleResult {
   std::vector<absl::Status> counters_unavailable;
   bool syscalls_counted = false;      // --syscalls=on and the kernel allowed it
   bool interrupted = false;           // a stop signal arrived (StopSignal() says which): stopped early, cleanly
+  int64_t replaced = 0;               // prefork: pre-forked backends that died and were replaced
   std::string socket_dir;             // where the socket was (gone when this returns)
   // With options.sampler: the samples of the measured backends and of the
   // postmaster (warm-up backends left out), unsymbolized.
@@ -138,6 +150,10 @@ absl::StatusOr<CycleResult> RunCycle(const CycleOptions& options);
 
 // The most connections in flight a cycle takes.
 inline constexpr int kMaxClients = 1024;
+// The most pre-forked backends (--pool).
+inline constexpr int kMaxPool = 1024;
+// The pre-forked backends of `options` (its pool, or clients + 1).
+inline int PoolSize(const CycleOptions& options) { return options.pool > 0 ? options.pool : options.clients + 1; }
 // The most connections a cycle holds (--hold), as `pg --hold`.
 inline constexpr int64_t kMaxHold = 100'000;
 

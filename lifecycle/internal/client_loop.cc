@@ -127,6 +127,9 @@ bool ClientLoop::DrainOne() {
             ErrnoLine(absl::StrCat("postmaster: ", std::string(FailedCallName(m.call))), static_cast<int>(m.value)));
       }
       break;
+    case Message::kReplaced:
+      ++result_.replaced;
+      break;
     case Message::kServerUsage:
       usage_received_ = true;
       result_.server.user_ns = m.usage.user_ns;

@@ -58,6 +58,19 @@ class Postmaster {
   }
 
   // getrusage of this process and of the children it has reaped, summed.
+  // getrusage of the calling process alone (a pre-forked backend's).
+  static Message::Usage OwnUsage() {
+    rusage r{};
+    getrusage(RUSAGE_SELF, &r);
+    Message::Usage u{};
+    u.user_ns = int64_t{r.ru_utime.tv_sec} * 1'000'000'000 + int64_t{r.ru_utime.tv_usec} * 1000;
+    u.system_ns = int64_t{r.ru_stime.tv_sec} * 1'000'000'000 + int64_t{r.ru_stime.tv_usec} * 1000;
+    u.minor_faults = r.ru_minflt;
+    u.major_faults = r.ru_majflt;
+    u.context_switches = r.ru_nvcsw + r.ru_nivcsw;
+    return u;
+  }
+
   Message::Usage SelfAndChildren() const {
     const bool threads = c_.threads;
     Message::Usage u{};
@@ -74,6 +87,17 @@ class Postmaster {
     // With backend threads, the process is the postmaster and its backends:
     // its own share is its thread's (called on the postmaster's thread).
     if (threads) u.postmaster_ns = SampleThread().cpu_ns;
+    // Pre-forked backends are never reaped while serving: what each did
+    // since it was built, as it said after its latest connection.
+    for (size_t i = 0; i < pool_.size(); ++i) {
+      const Message::Usage& b = members_[i].base;
+      const Message::Usage& l = members_[i].latest;
+      u.user_ns += l.user_ns - b.user_ns;
+      u.system_ns += l.system_ns - b.system_ns;
+      u.minor_faults += l.minor_faults - b.minor_faults;
+      u.major_faults += l.major_faults - b.major_faults;
+      u.context_switches += l.context_switches - b.context_switches;
+    }
     return u;
   }
 
@@ -106,6 +130,9 @@ class Postmaster {
     stop_deadline_ = NowNs() + kStopGraceNs;
     close(c_.listen_fd);  // no new connections from now on
     unlink(c_.socket_path.c_str());
+    // Pre-forked backends stop once none serves a connection: the server's
+    // usage first (they are not reaped before), then their channels close.
+    if (c_.pool > 0) pool_closing_ = true;
   }
 
   // The server's usage since serving_start_, sent once.
@@ -132,6 +159,19 @@ class Postmaster {
   static void* ThreadMain(void* arg);
   void JoinEnded();
   size_t Live() const { return live_.size() + live_threads_; }
+  // Pre-forked backends.
+  bool StartMember(size_t i);
+  [[noreturn]] void MemberChild(size_t i, int channel, int sigfd);
+  void MemberSaid(size_t i);
+  bool HandOff(size_t slot, int client_fd);
+  void ReplaceMember(size_t i);
+  void ClosePool();
+  bool AnyIdle() const {
+    return std::any_of(pool_.begin(), pool_.end(), [](const Member& m) { return m.channel >= 0 && m.idle; });
+  }
+  bool AnyBusy() const {
+    return std::any_of(pool_.begin(), pool_.end(), [](const Member& m) { return m.channel >= 0 && m.busy; });
+  }
   void AppendSamples(int64_t sequence, const profiling::SampleBuffer& buffer);
   void StartSampling();
   void KillAndReapAll();
@@ -166,6 +206,23 @@ class Postmaster {
   // reuse_memory: the arenas of joined backends, the last one given back
   // first (a new backend takes the one most recently used).
   std::vector<std::unique_ptr<PageArena>> free_arenas_;
+  // Pre-forked backends: each member's process and channel, and, in shared
+  // memory, its own usage when it was built (base) and after its latest
+  // connection (latest), and its counters after its last call (end).
+  struct Member {
+    pid_t pid = 0;
+    int channel = -1;   // the postmaster's end; -1: closed
+    bool idle = false;  // built, no connection
+    bool busy = false;  // serving the connection in its slot (its index)
+  };
+  struct MemberShared {
+    Message::Usage base, latest;
+    ResourceSample end;
+  };
+  std::vector<Member> pool_;
+  MemberShared* members_ = nullptr;
+  int sigfd_ = -1;
+  bool pool_closing_ = false;  // told to stop: usage once no member is busy, then channels closed
   size_t live_threads_ = 0;
   int ended_read_ = -1, ended_write_ = -1;  // ended threads write their slot number
   Message::Usage serving_start_{};
@@ -221,7 +278,11 @@ void Postmaster::Accept(int sigfd) {
   }
   const int64_t accepted = NowNs();
   size_t slot = 0;
-  while (slot_used_[slot]) ++slot;  // Accept is only polled for when one is free
+  if (c_.pool > 0) {
+    while (pool_[slot].channel < 0 || !pool_[slot].idle) ++slot;  // Accept is only polled for when one is idle
+  } else {
+    while (slot_used_[slot]) ++slot;  // Accept is only polled for when one is free
+  }
   BackendRecord& record = slots_[slot];
   record = BackendRecord{};
   record.sequence = next_sequence_++;
@@ -240,6 +301,17 @@ void Postmaster::Accept(int sigfd) {
   }
   // A weight profile's random bytes (PostgreSQL's cancel key) belong to the fork phase, as its rules have it.
   if (c_.env->weight) WeightBeforeFork(*c_.env->weight);
+  if (c_.pool > 0) {
+    const bool handed = HandOff(slot, fd);
+    fork_parent_cost_[slot] = SampleThread() - before;
+    close(fd);  // the member holds its own copy now
+    if (handed) {
+      pool_[slot].idle = false;
+      pool_[slot].busy = true;
+      slot_used_[slot] = true;
+    }
+    return;
+  }
   if (c_.threads) {
     const bool started = StartThread(slot, fd);
     fork_parent_cost_[slot] = SampleThread() - before;
@@ -290,6 +362,32 @@ void Postmaster::Reap() {
     const size_t slot = it->second;
     live_.erase(it);
     held_.erase(pid);
+    if (c_.pool > 0) {
+      // A member ends at the stop (its channel closed), or dies: then its
+      // connection, if it had one, is a crashed backend's, and it is
+      // replaced while the run goes on.
+      const bool busy = pool_[slot].busy;
+      if (pool_[slot].pid == pid) {
+        if (pool_[slot].channel >= 0) close(pool_[slot].channel);
+        pool_[slot] = Member{};
+      }
+      if (busy) {
+        Message m{};
+        m.type = Message::kBackend;
+        m.record = slots_[slot];
+        CompleteRecord({.pid = pid,
+                        .wait_status = status,
+                        .usage = nullptr,
+                        .forked = true,
+                        .fork_parent_cost = fork_parent_cost_[slot],
+                        .reaped_ns = NowNs()},
+                       m.record);
+        Send(m);
+      }
+      slot_used_[slot] = false;
+      if (!stopping_ && (WIFSIGNALED(status) || WEXITSTATUS(status) != 0)) ReplaceMember(slot);
+      continue;
+    }
     Message m{};
     m.type = Message::kBackend;
     m.record = slots_[slot];  // the child is gone: its writes are all visible
@@ -349,17 +447,32 @@ void Postmaster::Main() {
     }
   }
   if (c_.sampler) StartSampling();
+  sigfd_ = sigfd;
 
   SendBaseline();
+  if (c_.pool > 0) {
+    void* members = mmap(nullptr, c_.pool * sizeof(MemberShared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    BACKENDLAB_CHECK(members != MAP_FAILED);
+    members_ = static_cast<MemberShared*>(members);
+    pool_.assign(static_cast<size_t>(c_.pool), Member{});
+    // Built before serving: the pool's start is no connection's.
+    for (size_t i = 0; i < pool_.size() && !failed_; ++i) {
+      if (!StartMember(i)) break;
+      char c = 0;
+      if (ReadAll(pool_[i].channel, &c, 1) != 1 || c != kPoolReady) break;  // it died: reaped below, the run fails
+      pool_[i].idle = true;
+    }
+  }
   // The server's usage is taken from here to the last backend reaped: the
   // bare forks, and the set-up above, are not a connection's.
   serving_start_ = SelfAndChildren();
+  std::vector<pollfd> fds;
   while (!stopping_ || Live() > 0) {
-    const bool can_accept = !stopping_ && Live() < c_.nslots;
-    pollfd fds[4] = {{sigfd, POLLIN, 0}, {c_.control_fd, POLLIN, 0}, {ended_read_, POLLIN, 0}, {c_.listen_fd, POLLIN, 0}};
-    const int nfds = can_accept ? 4 : 3;
+    const bool can_accept = !stopping_ && (c_.pool > 0 ? AnyIdle() : Live() < c_.nslots);
+    fds.assign({{sigfd, POLLIN, 0}, {c_.control_fd, POLLIN, 0}, {ended_read_, POLLIN, 0}, {can_accept ? c_.listen_fd : -1, POLLIN, 0}});
+    for (const Member& m : pool_) fds.push_back({m.channel, POLLIN, 0});
     if (stopping_) fds[1].fd = -1;
-    const int n = poll(fds, static_cast<nfds_t>(nfds), stopping_ ? 100 : -1);
+    const int n = poll(fds.data(), static_cast<nfds_t>(fds.size()), stopping_ ? 100 : -1);
     if (n < 0 && errno != EINTR) {
       Fail(FailedCall::kPoll, errno);
       KillAndReapAll();
@@ -381,8 +494,13 @@ void Postmaster::Main() {
       }
     }
     if (fds[2].revents & POLLIN) JoinEnded();
+    for (size_t i = 0; i < pool_.size(); ++i) {
+      if (fds[4 + i].fd >= 0 && fds[4 + i].fd == pool_[i].channel && (fds[4 + i].revents & (POLLIN | POLLHUP))) MemberSaid(i);
+    }
+    if (pool_closing_ && !AnyBusy()) ClosePool();
     if (can_accept && !stopping_ && (fds[3].revents & POLLIN)) Accept(sigfd);
     if (stopping_ && NowNs() > stop_deadline_) {
+      ClosePool();
       for (const auto& [pid, slot] : live_) kill(pid, SIGKILL);
       // A thread cannot be killed alone: its connection is shut down, and
       // its backend ends as on the client's EOF.
@@ -481,6 +599,133 @@ void Postmaster::JoinEnded() {
     slot_used_[slot] = false;
     Send(m);
   }
+}
+
+bool Postmaster::StartMember(size_t i) {
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+    Fail(FailedCall::kSocketpair, errno);
+    return false;
+  }
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(pair[0]);
+    MemberChild(i, pair[1], sigfd_);
+  }
+  const int error = errno;
+  close(pair[1]);
+  if (pid < 0) {
+    close(pair[0]);
+    Fail(FailedCall::kFork, error);
+    return false;
+  }
+  pool_[i] = Member{.pid = pid, .channel = pair[0], .idle = false, .busy = false};
+  live_[pid] = i;
+  return true;
+}
+
+// A pre-forked backend: a backend child's set-up, its structures built once,
+// then a connection at a time until its channel reaches EOF.
+void Postmaster::MemberChild(size_t i, int channel, int sigfd) {
+  prctl(PR_SET_NAME, "backend");
+  close(c_.listen_fd);
+  close(c_.control_fd);
+  if (results_fd_ >= 0) close(results_fd_);
+  if (c_.samples_fd >= 0) close(c_.samples_fd);
+  close(sigfd);
+  for (size_t j = 0; j < pool_.size(); ++j) {
+    if (j != i && pool_[j].channel >= 0) close(pool_[j].channel);
+  }
+  if (c_.env->death_own_fd >= 0) close(c_.env->death_own_fd);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != pid_) _exit(1);
+  UseDefaultMallocThresholds();
+  DefaultStopSignals();
+  sigset_t all;
+  sigemptyset(&all);
+  sigprocmask(SIG_SETMASK, &all, nullptr);
+  absl::StatusOr<std::unique_ptr<PooledBackend>> backend = PooledBackend::Build(*c_.env);
+  if (!backend.ok()) {
+    std::fprintf(stderr, "backendlab backend %d: %s\n", getpid(), std::string(backend.status().message()).c_str());
+    _exit(3);
+  }
+  members_[i].base = OwnUsage();
+  members_[i].latest = members_[i].base;
+  if (!SendByte(channel, kPoolReady)) _exit(0);
+  for (;;) {
+    uint64_t slot = 0;
+    int fd = -1;
+    const int got = ReceiveDescriptor(channel, slot, fd);
+    if (got == 0) _exit(0);  // EOF: the postmaster is done with us
+    const ResourceSample received = SampleThread();
+    if (got < 0 || slot != i) _exit(4);
+    const absl::Status status = (*backend)->Serve(fd, received, slots_[i]);
+    if (!status.ok()) std::fprintf(stderr, "backendlab backend %d: %s\n", getpid(), std::string(status.message()).c_str());
+    close(fd);
+    members_[i].latest = OwnUsage();
+    members_[i].end = SampleThread();
+    if (!SendByte(channel, status.ok() ? kPoolDone : kPoolError)) _exit(0);
+  }
+}
+
+// The connection's descriptor and its slot to member `slot`; false if the
+// member is gone (its death is reaped, its connection never served).
+bool Postmaster::HandOff(size_t slot, int client_fd) { return SendDescriptor(pool_[slot].channel, slot, client_fd); }
+
+// Member i's byte: built, or a connection done (its record completed and
+// sent, the member idle again); EOF: it is dying, and Reap will see it.
+void Postmaster::MemberSaid(size_t i) {
+  const ResourceSample before = SampleThread();
+  char c = 0;
+  const ssize_t n = read(pool_[i].channel, &c, 1);
+  if (n <= 0) {
+    if (n < 0 && errno == EINTR) return;
+    close(pool_[i].channel);
+    pool_[i].channel = -1;
+    pool_[i].idle = false;
+    return;
+  }
+  if (c == kPoolReady) {
+    pool_[i].idle = true;
+    return;
+  }
+  if (!pool_[i].busy) return;
+  const ResourceSample read_done = SampleThread();
+  Message m{};
+  m.type = Message::kBackend;
+  m.record = slots_[i];
+  CompleteRecord({.pid = pool_[i].pid,
+                  .wait_status = c == kPoolDone ? 0 : 3 << 8,
+                  .usage = nullptr,
+                  .forked = true,
+                  .fork_parent_cost = fork_parent_cost_[i],
+                  .reaped_ns = read_done.wall_ns,
+                  .thread_end = &members_[i].end,
+                  .join_cost = read_done - before},
+                 m.record);
+  pool_[i].busy = false;
+  pool_[i].idle = true;
+  slot_used_[i] = false;
+  Send(m);
+}
+
+void Postmaster::ReplaceMember(size_t i) {
+  Message m{};
+  m.type = Message::kReplaced;
+  m.value = pool_[i].pid;
+  if (StartMember(i)) Send(m);  // ready when it says so (MemberSaid)
+}
+
+void Postmaster::ClosePool() {
+  if (pool_.empty()) return;
+  SendUsage();
+  for (Member& m : pool_) {
+    if (m.channel >= 0) close(m.channel);
+    m.channel = -1;
+    m.idle = m.busy = false;
+  }
+  pool_closing_ = false;
 }
 
 // Appends a process's samples to the run's sample file. After a failed

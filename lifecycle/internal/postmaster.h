@@ -37,6 +37,9 @@ struct PostmasterConfig {
   // most recently given back, or a new one if none is free.
   bool threads = false;
   bool reuse_memory = false;
+  // Pre-forked backends (env->kind is kPooled): so many, forked and built
+  // before serving, each handed connections one at a time; 0: none.
+  int pool = 0;
 };
 
 // Runs the postmaster in the calling (just forked) process until the control

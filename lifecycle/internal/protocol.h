@@ -5,6 +5,10 @@
 //   sequence number (8 bytes, before the backend is forked), so that the
 //   client and the postmaster agree on which connections are warm-up;
 // backend -> client: kReadyByte; client -> backend: kTerminateByte (or EOF);
+// postmaster -> a pre-forked backend, on its channel (a SOCK_SEQPACKET
+//   pair): the connection's slot (8 bytes) with its descriptor (SCM_RIGHTS);
+//   backend -> postmaster: kPoolReady once built, then kPoolDone (or
+//   kPoolError) after each connection's reset; EOF: exit;
 // postmaster -> tool, on the results pipe: Messages;
 // tool -> postmaster, on the control pipe: with held connections one
 //   kUsageByte (send the server's usage once only held backends live), then
@@ -14,6 +18,7 @@
 
 #include <limits.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -31,14 +36,18 @@ namespace backendlab::lifecycle::internal {
 inline bool IsWarmup(int64_t sequence, int64_t warmup) { return sequence < warmup; }
 
 inline constexpr char kUsageByte = 'U';
+inline constexpr char kPoolReady = 'R';
+inline constexpr char kPoolDone = 'D';
+inline constexpr char kPoolError = 'E';
 
 // A call of the postmaster's that failed for good and ended the run.
-enum class FailedCall : int32_t { kPoll = 1, kAccept = 2, kFork = 3, kThread = 4 };
+enum class FailedCall : int32_t { kPoll = 1, kAccept = 2, kFork = 3, kThread = 4, kSocketpair = 5 };
 
 inline constexpr NamedValue<FailedCall> kFailedCallNames[] = {{FailedCall::kPoll, "poll"},
                                                               {FailedCall::kAccept, "accept"},
                                                               {FailedCall::kFork, "fork"},
-                                                              {FailedCall::kThread, "pthread_create"}};
+                                                              {FailedCall::kThread, "pthread_create"},
+                                                              {FailedCall::kSocketpair, "socketpair"}};
 inline std::string_view FailedCallName(FailedCall call) { return NameOf(call, kFailedCallNames); }
 
 // Messages from the postmaster to the tool, one write() each (< PIPE_BUF, so
@@ -50,6 +59,7 @@ struct Message {
     kSamplesLost = 3,   // value: samples the postmaster could not write
     kFailed = 4,        // call and value (errno): the run ends
     kServerUsage = 5,   // usage: the postmaster and its reaped children over the connections, bare forks left out
+    kReplaced = 6,      // value: the pid of a pre-forked backend that died and was replaced
   } type;
   FailedCall call = FailedCall::kPoll;
   int64_t value = 0;
@@ -80,6 +90,51 @@ inline bool SendByte(int fd, char byte) {
     if (n == 1) return true;
     if (n < 0 && errno == EINTR) continue;
     return false;
+  }
+}
+
+// A connection handed to a pre-forked backend: `slot` (8 bytes) with `fd`
+// (SCM_RIGHTS) on a SOCK_SEQPACKET channel; false if the peer is gone.
+inline bool SendDescriptor(int channel, uint64_t slot, int fd) {
+  char control[CMSG_SPACE(sizeof(int))] = {};
+  iovec iov{&slot, sizeof slot};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(cmsg), &fd, sizeof fd);
+  for (;;) {
+    if (sendmsg(channel, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof slot)) return true;
+    if (errno != EINTR) return false;
+  }
+}
+
+// SendDescriptor's other end: 1 with `slot` and `fd` (close-on-exec), 0 at
+// EOF, -1 for anything else (an error, a message without a descriptor).
+inline int ReceiveDescriptor(int channel, uint64_t& slot, int& fd) {
+  char control[CMSG_SPACE(sizeof(int))];
+  iovec iov{&slot, sizeof slot};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  for (;;) {
+    const ssize_t n = recvmsg(channel, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) return 0;
+    const cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+    if (n != static_cast<ssize_t>(sizeof slot) || cmsg == nullptr || cmsg->cmsg_level != SOL_SOCKET ||
+        cmsg->cmsg_type != SCM_RIGHTS) {
+      return -1;
+    }
+    std::memcpy(&fd, CMSG_DATA(cmsg), sizeof fd);
+    return 1;
   }
 }
 

@@ -21,7 +21,10 @@
 #include "buffers/refcount_table.h"
 #include "buffers/shared_buffers.h"
 #include "gtest/gtest.h"
+#include "base/resource_usage.h"
+#include "lifecycle/backend.h"
 #include "lifecycle/backend_record.h"
+#include "lifecycle/shared_pool.h"
 #include "lifecycle/cycle_summary.h"
 #include "profiling/perf_events.h"
 #include "tests/lifecycle/child_processes.h"
@@ -105,7 +108,7 @@ class CycleLayoutTest : public CycleTest, public testing::WithParamInterface<Lay
 // ---- options ----------------------------------------------------------------
 
 TEST(CycleModeTest, ParseModeAcceptsTheModeNames) {
-  for (Mode mode : {Mode::kFork, Mode::kInproc, Mode::kThread}) {
+  for (Mode mode : {Mode::kFork, Mode::kInproc, Mode::kThread, Mode::kPrefork}) {
     absl::StatusOr<Mode> parsed = ParseMode(ModeName(mode));
     ASSERT_TRUE(parsed.ok()) << ModeName(mode);
     EXPECT_EQ(*parsed, mode);
@@ -167,6 +170,12 @@ TEST(CycleValidateTest, RejectsBadOptionsAsUsageErrors) {
       {"a sampler in thread mode (its timer is a process's)",
        [](CycleOptions& o) { o.mode = Mode::kThread; o.sampler = profiling::SamplerOptions{}; }},
       {"thread memory without thread mode", [](CycleOptions& o) { o.thread_memory = ThreadMemory::kReuse; }},
+      {"a pool without prefork mode", [](CycleOptions& o) { o.pool = 3; }},
+      {"a negative pool", [](CycleOptions& o) { o.mode = Mode::kPrefork; o.pool = -1; }},
+      {"a pool beyond kMaxPool", [](CycleOptions& o) { o.mode = Mode::kPrefork; o.pool = kMaxPool + 1; }},
+      {"hold in prefork mode", [](CycleOptions& o) { o.mode = Mode::kPrefork; o.hold = 2; }},
+      {"a sampler in prefork mode",
+       [](CycleOptions& o) { o.mode = Mode::kPrefork; o.sampler = profiling::SamplerOptions{}; }},
   };
   for (const Case& c : kCases) {
     CycleOptions o = SmallOptions(Mode::kFork, Layout::kHash);
@@ -666,12 +675,15 @@ TEST_P(CycleLeakTest, ExitCheckFindsThePlantedLeakExactlyWhenItRuns) {
       }
       break;
   }
+  // A pre-forked backend's reset finds what the exit check did not look
+  // for: the next connection must not inherit a pin.
+  const bool caught = check_runs || GetParam().mode == Mode::kPrefork;
   for (const BackendRecord& r : result_records) {
     SCOPED_TRACE(testing::Message() << "connection " << r.sequence);
     EXPECT_EQ(r.outcome, BackendOutcome::kExited) << "a leak is reported, never a crash";
     EXPECT_TRUE(r.Done(Phase::kExitCheck));
-    if (check_runs) {
-      EXPECT_EQ(r.exit_check_ran, 1);
+    EXPECT_EQ(r.exit_check_ran, check_runs ? 1 : 0);
+    if (caught) {
       EXPECT_EQ(r.leaks_found, 2);
       EXPECT_NE(r.leak_buffers[0], r.leak_buffers[1]);
       for (int i = 0; i < 2; ++i) {
@@ -680,17 +692,16 @@ TEST_P(CycleLeakTest, ExitCheckFindsThePlantedLeakExactlyWhenItRuns) {
         EXPECT_EQ(r.leak_counts[i], 1);
       }
     } else {
-      EXPECT_EQ(r.exit_check_ran, 0);
       EXPECT_EQ(r.leaks_found, 0);
     }
   }
-  EXPECT_EQ(Summarize(*result).leaks, check_runs ? 2 * o.connections : 0);
+  EXPECT_EQ(Summarize(*result).leaks, caught ? 2 * o.connections : 0);
   ExpectNothingLeft();
 }
 
 std::vector<LeakCase> AllLeakCases() {
   std::vector<LeakCase> cases;
-  for (Mode mode : {Mode::kFork, Mode::kThread}) {
+  for (Mode mode : {Mode::kFork, Mode::kThread, Mode::kPrefork}) {
     for (Layout layout : kLayouts) {
       for (ExitCheckPolicy policy : buffers::kAllExitCheckPolicies) cases.push_back({layout, policy, mode});
     }
@@ -926,7 +937,7 @@ TEST_F(CycleTest, AFreshTableFaultsEachPageOnceInAThreadAndAReusedOneNone) {
 // four backends of 250000 pin+unpin pairs each, one planted pin, and the
 // exit check finds exactly that pin in each.
 TEST_F(CycleTest, CountsSurviveAMillionPinsInEveryServerMode) {
-  for (Mode mode : {Mode::kFork, Mode::kThread}) {
+  for (Mode mode : {Mode::kFork, Mode::kThread, Mode::kPrefork}) {
     for (Layout layout : kLayouts) {
       SCOPED_TRACE(testing::Message() << ModeName(mode) << " " << buffers::LayoutName(layout));
       CycleOptions o = SmallOptions(mode, layout, 4);
@@ -959,6 +970,118 @@ TEST_F(CycleTest, AThreadThatCrashesTakesTheServerDownAndTheRunSaysSo) {
   EXPECT_NE(message.find("the server process died (signal 9)"), std::string::npos) << message;
   EXPECT_NE(message.find("takes the server"), std::string::npos) << message;
   EXPECT_EQ(message.find('\n'), std::string::npos) << "one line";
+  ExpectNothingLeft();
+}
+
+// ---- prefork mode ----------------------------------------------------------------------
+
+class CyclePreforkTest : public CycleTest, public testing::WithParamInterface<Layout> {};
+
+// Every connection is served by one of the pool's backends, each of which
+// serves one after another: as many pids as the pool, no more.
+TEST_P(CyclePreforkTest, ThePoolServesEveryConnectionAndNoBackendExitsBetween) {
+  CycleOptions o = SmallOptions(Mode::kPrefork, GetParam());
+  o.clients = 2;
+  o.pool = 3;
+  std::vector<BackendRecord> result_records;
+  absl::StatusOr<CycleResult> result = RunCycle(WithRecords(o, result_records));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->connections, o.connections);
+  EXPECT_EQ(result->failed_connections, 0);
+  EXPECT_EQ(result->replaced, 0);
+  ASSERT_EQ(result_records.size(), static_cast<size_t>(o.connections));
+  std::set<int32_t> pids;
+  for (const BackendRecord& r : result_records) {
+    SCOPED_TRACE(testing::Message() << "connection " << r.sequence);
+    EXPECT_EQ(r.outcome, BackendOutcome::kExited);
+    pids.insert(r.pid);
+    for (Phase p : kAllPhases) EXPECT_TRUE(r.Done(p)) << PhaseName(p, BackendKind::kPooled);
+    EXPECT_LE(r.accept_ns, r.child_start_ns);
+    EXPECT_LE(r.exit_ns, r.reaped_ns);
+  }
+  EXPECT_LE(pids.size(), 3u);
+  EXPECT_EQ(result->server.connections, o.warmup + o.connections);
+  EXPECT_GT(result->server.cpu_ns, 0);
+  ExpectNothingLeft();
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, CyclePreforkTest, testing::ValuesIn(kLayouts), LayoutParamName);
+
+TEST(CyclePreforkNamesTest, APooledBackendIsHandedOffResetAndReleased) {
+  EXPECT_EQ(PhaseName(Phase::kFork, BackendKind::kPooled), "handoff");
+  EXPECT_EQ(PhaseName(Phase::kTeardown, BackendKind::kPooled), "reset");
+  EXPECT_EQ(PhaseName(Phase::kReap, BackendKind::kPooled), "release");
+  EXPECT_EQ(PhaseName(Phase::kWork, BackendKind::kPooled), "work");
+  EXPECT_EQ(BackendKindOf(Mode::kPrefork), BackendKind::kPooled);
+  CycleOptions o;
+  o.clients = 4;
+  EXPECT_EQ(PoolSize(o), 5);
+  o.pool = 2;
+  EXPECT_EQ(PoolSize(o), 2);
+}
+
+// A reset backend starts its next connection with empty tables: pins a
+// connection leaked (with no exit check to find them) and the catalog
+// entries it loaded are gone after its reset, in every layout.
+TEST(PooledBackendTest, AResetLeavesNoPinAndNoCacheEntry) {
+  for (Layout layout : kLayouts) {
+    SCOPED_TRACE(buffers::LayoutName(layout));
+    BackendConfig config;
+    config.layout = layout;
+    config.shared_buffers = Size("128MB");
+    config.exit_check = ExitCheckPolicy::kOff;
+    config.work_lookups = 50;
+    config.leak_pins = 3;
+    absl::StatusOr<SharedPool> pool = SharedPool::Create(config.shared_buffers);
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    absl::StatusOr<BackendEnvironment> env = PrepareBackendEnvironment(config, &*pool);
+    ASSERT_TRUE(env.ok()) << env.status();
+    env->kind = BackendKind::kPooled;
+    absl::StatusOr<std::unique_ptr<PooledBackend>> backend = PooledBackend::Build(*env);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    EXPECT_EQ((*backend)->HeldPins(), 0u);
+    EXPECT_EQ((*backend)->CacheEntries(), 0u);
+    for (int64_t connection = 0; connection < 3; ++connection) {
+      BackendRecord record;
+      record.sequence = connection;
+      ASSERT_TRUE((*backend)->Serve(-1, SampleThread(), record).ok());
+      EXPECT_EQ(record.exit_check_ran, 0);
+      EXPECT_EQ(record.leaks_found, 3) << "the reset found the pins the exit check never looked for";
+      EXPECT_EQ((*backend)->HeldPins(), 0u) << "connection " << connection;
+      EXPECT_EQ((*backend)->CacheEntries(), 0u) << "connection " << connection;
+      EXPECT_TRUE(record.Done(Phase::kTeardown));
+    }
+    // The shared pin counts went back too.
+    for (uint32_t b = 0; b < config.shared_buffers.nbuffers; ++b) {
+      ASSERT_EQ(pool->SharedRefCount(b).load(), 0u) << "buffer " << b;
+    }
+  }
+}
+
+// A pre-forked backend killed mid-connection: its connection fails, its
+// record says it crashed, the pool gets a new backend, and the run goes on.
+TEST_F(CycleTest, AKilledPreforkedBackendIsReplacedAndTheRunGoesOn) {
+  CycleOptions o = SmallOptions(Mode::kPrefork, Layout::kHash);
+  o.backend.kill_backend = 7;
+  std::vector<BackendRecord> result_records;
+  absl::StatusOr<CycleResult> result = RunCycle(WithRecords(o, result_records));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->replaced, 1);
+  EXPECT_EQ(result->connections, o.connections - 1);
+  EXPECT_EQ(result->failed_connections, 1);
+  ASSERT_EQ(result_records.size(), static_cast<size_t>(o.connections));
+  int crashed = 0;
+  for (const BackendRecord& r : result_records) {
+    if (r.sequence != 7) {
+      EXPECT_EQ(r.outcome, BackendOutcome::kExited) << "connection " << r.sequence;
+      continue;
+    }
+    ++crashed;
+    EXPECT_EQ(r.outcome, BackendOutcome::kCrashed);
+    EXPECT_EQ(r.signal, SIGKILL);
+    EXPECT_FALSE(r.Done(Phase::kWork));
+  }
+  EXPECT_EQ(crashed, 1);
   ExpectNothingLeft();
 }
 

@@ -27,11 +27,11 @@ TEST(LifecycleNamesTest, SampleTagsArePhasesThenTheirOwn) {
 }
 
 TEST(LifecycleNamesTest, ModesRoundTripAndAnUnknownOneIsNamed) {
-  for (Mode m : {Mode::kFork, Mode::kInproc, Mode::kThread}) EXPECT_EQ(ParseMode(ModeName(m)).value_or(Mode::kFork), m);
+  for (Mode m : {Mode::kFork, Mode::kInproc, Mode::kThread, Mode::kPrefork}) EXPECT_EQ(ParseMode(ModeName(m)).value_or(Mode::kFork), m);
   EXPECT_EQ(ModeName(Mode::kInproc), "inproc");
   absl::StatusOr<Mode> bad = ParseMode("threads");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().message(), "unknown mode 'threads' (expected fork, inproc or thread)");
+  EXPECT_EQ(bad.status().message(), "unknown mode 'threads' (expected fork, inproc, thread or prefork)");
 }
 
 }  // namespace

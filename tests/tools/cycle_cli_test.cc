@@ -135,6 +135,8 @@ std::vector<BadInput> BadInputs() {
       {"--mode=threads"},
       {"--mode=inproc", "--clients=2"},
       {"--thread-memory=reuse"},  // without thread mode (compare: without thread in --modes)
+      {"--pool=3"},               // without prefork mode (compare: without prefork in --modes)
+      {"--mode=prefork", "--pool=0"},
       {"--mode=thread", "--thread-memory=arena"},
       {"--bogus=1"},
       {"--warmup=-1"},
@@ -171,6 +173,7 @@ std::vector<BadInput> BadInputs() {
            {"--kill-backend=-2"},
            {"--mode=inproc", "--kill-backend=1"},
            {"--mode=thread", "--hold=2"},
+           {"--mode=prefork", "--hold=2"},
            {"--layout=hash", "--layout=array"},
            {"--counters=cycles,bogus"},
            {"--counters=task-clock,,cycles"},
@@ -187,6 +190,7 @@ std::vector<BadInput> BadInputs() {
            {"--baseline=hash/alwayz"},
            {"--modes=fork,thread,fork"},
            {"--modes=thread", "--html=x.html"},  // a thread cannot be sampled: the baseline's profile
+           {"--modes=prefork,fork", "--html=x.html"},
        }) {
     all.push_back({"compare", args});
   }
@@ -301,6 +305,38 @@ TEST_F(CycleCliTest, ThreadModePrintsAThreadsPhasesAndExitsZero) {
   ExpectTmpdirEmpty();
 }
 
+// A pre-forked backend serves connection after connection: its phases are
+// a pooled backend's, in the text and the JSON, and the pool is reported.
+TEST_F(CycleCliTest, PreforkModePrintsAPooledBackendsPhasesAndExitsZero) {
+  const std::string json = dir_ + "/prefork.json";
+  const RunResult r = Run(Cycle({"--mode=prefork", "--pool=2", "--json=" + json}));
+  ASSERT_EQ(r.exit_code, 0) << "stderr: " << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(r.out.find("prefork mode (pool 2)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pool: 2 pre-forked backends, 0 replaced after dying"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(ReadFile(json), nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["header"]["config"].value("pool", 0), 2);
+  EXPECT_EQ(j["header"]["summary"].value("replaced", -1), 0);
+  std::vector<std::string> phases;
+  for (const nlohmann::json& row : j.value("rows", nlohmann::json::array())) phases.push_back(row.value("phase", ""));
+  EXPECT_EQ(phases, (std::vector<std::string>{"handoff", "init_buffers", "init_catcache", "init_other", "work",
+                                              "exit_check", "reset", "release"}));
+  ExpectTmpdirEmpty();
+}
+
+// A pre-forked backend killed mid-connection is replaced; the run says so,
+// names the crash and exits 1, as a crashed forked backend's run does.
+TEST_F(CycleCliTest, AKilledPreforkedBackendIsReplacedAndTheRunSaysSo) {
+  const RunResult r = Run(Cycle({"--mode=prefork", "--kill-backend=5"}));
+  EXPECT_EQ(r.exit_code, 1) << "stderr: " << r.err;
+  EXPECT_NE(r.out.find("(9 measured, 1 failed)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 replaced after dying"), std::string::npos) << r.out;
+  EXPECT_EQ(CountLinesContaining(r.out, "(connection 5) crashed:"), 1) << r.out;
+  EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab cycle: ")) << r.err;
+  ExpectTmpdirEmpty();
+}
+
 // A backend thread that crashes takes the server with it: one line, exit 1,
 // nothing left behind.
 TEST_F(CycleCliTest, ACrashedBackendThreadEndsTheRunWithOneLine) {
@@ -315,20 +351,23 @@ TEST_F(CycleCliTest, ACrashedBackendThreadEndsTheRunWithOneLine) {
 // a later mode's row against its own configuration in the first.
 TEST_F(CycleCliTest, CompareAcrossModesHasARowPerModeAgainstTheFirstMode) {
   const std::string json = dir_ + "/modes.json";
-  const RunResult r = Run({"compare", "--modes=fork,thread", "--layouts=array,hash", "--shared-buffers=128MB",
+  const RunResult r = Run({"compare", "--modes=fork,thread,prefork", "--layouts=array,hash", "--shared-buffers=128MB",
                            "--exit-checks=always", "--connections=4", "--rounds=2", "--warmup=1", "--work-lookups=10",
                            "--json=" + json});
   ASSERT_EQ(r.exit_code, 0) << "stderr: " << r.err;
-  EXPECT_NE(r.out.find("every configuration: fork, thread modes (thread: fresh memory),"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("every configuration: fork, thread, prefork modes (thread: fresh memory; prefork: pool of clients + 1),"),
+            std::string::npos)
+      << r.out;
   const std::vector<std::string> lines = Lines(r.out);
-  for (const std::string label : {"fork array/always ", "fork hash/always ", "thread array/always ", "thread hash/always "}) {
+  for (const std::string label : {"fork array/always ", "fork hash/always ", "thread array/always ", "thread hash/always ",
+                                  "prefork array/always ", "prefork hash/always "}) {
     EXPECT_EQ(std::count_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.rfind(label, 0) == 0; }), 1)
         << label << "\n" << r.out;
   }
   const nlohmann::json j = nlohmann::json::parse(ReadFile(json), nullptr, /*allow_exceptions=*/false);
   ASSERT_FALSE(j.is_discarded());
   EXPECT_EQ(j["header"].value("baseline", ""), "fork array/always");
-  EXPECT_EQ(j["header"]["modes"], nlohmann::json::array({"fork", "thread"}));
+  EXPECT_EQ(j["header"]["modes"], nlohmann::json::array({"fork", "thread", "prefork"}));
   std::vector<std::string> modes;
   std::map<std::string, std::vector<double>> fork_rounds;  // by layout
   for (const nlohmann::json& row : j.value("rows", nlohmann::json::array())) {
@@ -338,8 +377,8 @@ TEST_F(CycleCliTest, CompareAcrossModesHasARowPerModeAgainstTheFirstMode) {
       fork_rounds[row.value("layout", "")] = rounds;
       continue;
     }
-    // A thread row's ratio is to the same layout's fork row, paired within
-    // rounds: the geometric mean of the rounds' ratios.
+    // A thread or prefork row's ratio is to the same layout's fork row,
+    // paired within rounds: the geometric mean of the rounds' ratios.
     const std::vector<double>& base = fork_rounds[row.value("layout", "")];
     ASSERT_EQ(base.size(), rounds.size()) << row.dump();
     double log_sum = 0;
@@ -348,7 +387,7 @@ TEST_F(CycleCliTest, CompareAcrossModesHasARowPerModeAgainstTheFirstMode) {
         << row.dump();
     EXPECT_TRUE(row["cpu_us_per_connection_vs_baseline_ci"].is_array()) << row.dump();
   }
-  EXPECT_EQ(modes, (std::vector<std::string>{"fork", "fork", "thread", "thread"}));
+  EXPECT_EQ(modes, (std::vector<std::string>{"fork", "fork", "thread", "thread", "prefork", "prefork"}));
   ExpectTmpdirEmpty();
 }
 
