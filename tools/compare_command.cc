@@ -72,7 +72,7 @@ absl::StatusOr<lifecycle::CompareProfiles> ProfileRows(const lifecycle::CompareM
     out << "\n";
   }
   for (const std::string& label : profiles->not_profiled) {
-    out << "  " << label << ": not profiled (the sampler's timer is a process's, not a thread's)\n";
+    out << "  " << label << ": not profiled (its mode's backends cannot be sampled: only fork's and inproc's)\n";
   }
   return profiles;
 }
@@ -189,10 +189,15 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
     // The line's first words are the mode: the matrix's modes instead.
     std::vector<std::string> modes;
     for (lifecycle::Mode m : matrix.modes) modes.emplace_back(lifecycle::ModeName(m));
-    const std::string thread_memory =
-        std::find(matrix.modes.begin(), matrix.modes.end(), lifecycle::Mode::kThread) != matrix.modes.end()
-            ? absl::StrCat(" (thread: ", std::string(lifecycle::ThreadMemoryName(request->base.thread_memory)), " memory)")
-            : std::string();
+    std::vector<std::string> notes;
+    if (std::find(matrix.modes.begin(), matrix.modes.end(), lifecycle::Mode::kThread) != matrix.modes.end()) {
+      notes.push_back(absl::StrCat("thread: ", std::string(lifecycle::ThreadMemoryName(request->base.thread_memory)), " memory"));
+    }
+    if (std::find(matrix.modes.begin(), matrix.modes.end(), lifecycle::Mode::kPrefork) != matrix.modes.end()) {
+      notes.push_back(request->base.pool > 0 ? absl::StrCat("prefork: pool ", request->base.pool)
+                                             : std::string("prefork: pool of clients + 1"));
+    }
+    const std::string thread_memory = notes.empty() ? std::string() : absl::StrCat(" (", absl::StrJoin(notes, "; "), ")");
     every = absl::StrCat(absl::StrJoin(modes, ", "), matrix.modes.size() > 1 ? " modes" : " mode", thread_memory,
                          every.substr(every.find(','), std::string::npos));
   }

@@ -27,7 +27,8 @@ constexpr FlagSpec kFlags[] = {
     {"shared-buffers", "128MB,1GB,8GB", "shared_buffers sizes"},
     {"catcaches", "palloc0", "catcache bucket strategies"},
     {"syscaches", "pg17", "syscache profiles: pg90, pg17"},
-    {"modes", "fork", "process models, each a copy of every configuration: fork, thread, inproc; a later one's rows against the same configuration in the first"},
+    {"modes", "fork", "process models, each a copy of every configuration: fork, thread, prefork, inproc; a later one's rows against the same configuration in the first"},
+    {"pool", "", "prefork rows: the pre-forked backends (default: clients + 1)"},
     {"thread-memory", "fresh", "thread mode: a backend's private memory from fresh mappings (fresh) or from an arena an ended backend gave back (reuse)"},
     {"clients", "1", "connections in flight at once; a list (1,4) measures every configuration at each, conn/s at one client and at saturation (>= 2 x cores)"},
     {"hold", "0", "connections held, idle, beside each run; a list (0,1024) measures every configuration at each, each against itself at the first"},
@@ -118,6 +119,9 @@ absl::StatusOr<lifecycle::CompareSpec> SpecFromFlags(const Flags& flags, const l
       std::find(spec.modes.begin(), spec.modes.end(), lifecycle::Mode::kThread) == spec.modes.end()) {
     return absl::InvalidArgumentError("--thread-memory needs thread in --modes");
   }
+  if (base.pool != 0 && std::find(spec.modes.begin(), spec.modes.end(), lifecycle::Mode::kPrefork) == spec.modes.end()) {
+    return absl::InvalidArgumentError("--pool needs prefork in --modes");
+  }
   if (flags.Has("baseline")) {
     absl::StatusOr<std::vector<std::string>> baseline = ParseBaseline(flags.Get("baseline"));
     if (!baseline.ok()) return baseline.status();
@@ -168,10 +172,10 @@ absl::StatusOr<CompareRequest> CompareFromFlags(const Flags& flags) {
   absl::StatusOr<lifecycle::CompareMatrix> matrix = lifecycle::BuildCompareMatrix(*spec);
   if (!matrix.ok()) return matrix.status();
   request.matrix = *std::move(matrix);
-  if (request.profile_connections > 0 && request.matrix.modes.front() == lifecycle::Mode::kThread) {
-    return absl::InvalidArgumentError(
-        "--html profiles the baseline, and a thread cannot be sampled (the sampler's timer is a process's): list fork "
-        "first in --modes, or give --profile-connections=0");
+  if (request.profile_connections > 0 && !lifecycle::SampledMode(request.matrix.modes.front())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--html profiles the baseline, and a ", std::string(lifecycle::ModeName(request.matrix.modes.front())),
+        " backend cannot be sampled: list fork first in --modes, or give --profile-connections=0"));
   }
 
   absl::StatusOr<bool> with_pg = flags.GetBool("with-pg");

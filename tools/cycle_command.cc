@@ -24,7 +24,8 @@ namespace backendlab::tools {
 namespace {
 
 constexpr FlagSpec kFlags[] = {
-    {"mode", "fork", "fork: a postmaster forks a backend per connection; thread: a thread of one server process per connection; inproc: no fork"},
+    {"mode", "fork", "fork: a postmaster forks a backend per connection; thread: a thread of one server process per connection; prefork: a pool of pre-forked backends, each reset between connections; inproc: no fork"},
+    {"pool", "", "prefork mode: the pre-forked backends (default: clients + 1)"},
     {"thread-memory", "fresh", "thread mode: a backend's private memory from fresh mappings (fresh) or from its slot's arena, reused across connections (reuse)"},
     {"layout", "hash", "refcount table layout: array, bytes, hash, hash-keys or array-touched"},
     {"exit-check", "assert", "exit-check policy: always, assert or off"},
@@ -101,8 +102,13 @@ absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& ou
   report.PrintText(out);
   out << absl::StrFormat("(between work and exit_check the backend waited %s us median for the client's terminate)\n",
                          Us(s.wait_us.median));
-  out << absl::StrFormat("backends: %d exited, %d crashed; buffer leaks reported by the exit check: %d\n", s.exited,
-                         s.crashed, s.leaks);
+  const bool pooled = options->mode == lifecycle::Mode::kPrefork;
+  out << absl::StrFormat("backends: %d exited, %d crashed; buffer leaks reported by the exit check%s: %d\n", s.exited,
+                         s.crashed, pooled ? " or the reset" : "", s.leaks);
+  if (pooled) {
+    out << absl::StrFormat("pool: %d pre-forked backends, %d replaced after dying\n", lifecycle::PoolSize(*options),
+                           result->replaced);
+  }
   PrintIncidents(*result, out);
   for (const absl::Status& why : result->counters_unavailable) out << why.message() << "\n";
   if (b.exit_check == buffers::ExitCheckPolicy::kAssert && !kAssertChecking) {

@@ -122,7 +122,7 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
     int64_t min, max;
     int64_t* target;
   };
-  int64_t clients = 1, leak = 0;
+  int64_t clients = 1, leak = 0, pool = 0;
   if (with_configuration && flags.Has("clients")) {
     absl::StatusOr<int64_t> v = flags.GetInt("clients", 1, lifecycle::kMaxClients);
     if (!v.ok()) return v.status();
@@ -142,6 +142,7 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
       {"queries", 0, 1'000'000, &b.queries},
       {"leak-pins", 0, 1000, &leak},
       {"kill-backend", -1, INT64_MAX, &b.kill_backend},
+      {"pool", 1, lifecycle::kMaxPool, &pool},
   };
   for (const IntFlag& f : ints) {
     if (!flags.Has(f.name)) continue;
@@ -150,6 +151,7 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
     *f.target = *v;
   }
   o.clients = static_cast<int>(clients);
+  o.pool = static_cast<int>(pool);
   b.leak_pins = static_cast<int32_t>(leak);
   // The wait set serves a backend's queries only: without them it would be
   // accepted, recorded in the report, and change nothing.
@@ -184,7 +186,10 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
   // compare's modes are its matrix's, and its thread memory goes to their
   // thread rows alone: checked there (SpecFromFlags).
   lifecycle::CycleOptions checked = o;
-  if (!with_configuration) checked.thread_memory = lifecycle::ThreadMemory::kFresh;
+  if (!with_configuration) {
+    checked.thread_memory = lifecycle::ThreadMemory::kFresh;
+    checked.pool = 0;
+  }
   if (absl::Status s = lifecycle::ValidateCycleOptions(checked); !s.ok()) return s;
   return o;
 }

@@ -28,7 +28,8 @@ std::string ConfigLine(const lifecycle::CycleOptions& o, bool with_configuration
   return absl::StrCat(std::string(lifecycle::ModeName(o.mode)), " mode",
                       o.mode == lifecycle::Mode::kThread
                           ? absl::StrCat(" (", std::string(lifecycle::ThreadMemoryName(o.thread_memory)), " memory)")
-                          : std::string(),
+                          : o.mode == lifecycle::Mode::kPrefork ? absl::StrCat(" (pool ", lifecycle::PoolSize(o), ")")
+                                                                 : std::string(),
                       configuration, ", ", clients,
                       o.connections > 0 ? absl::StrCat(o.connections, " connections")
                                         : absl::StrCat(absl::ToInt64Milliseconds(o.duration), " ms"),
@@ -45,6 +46,7 @@ nlohmann::json ConfigJson(const lifecycle::CycleOptions& o) {
   return {{"mode", lifecycle::ModeName(o.mode)},
           {"thread_memory", o.mode == lifecycle::Mode::kThread ? nlohmann::json(lifecycle::ThreadMemoryName(o.thread_memory))
                                                                  : nlohmann::json(nullptr)},
+          {"pool", o.mode == lifecycle::Mode::kPrefork ? nlohmann::json(lifecycle::PoolSize(o)) : nlohmann::json(nullptr)},
           {"layout", buffers::LayoutName(b.layout)},
           {"exit_check", buffers::ExitCheckPolicyName(b.exit_check)},
           {"scan_kernel", buffers::ScanKernelName(b.exit_kernel)},
@@ -89,7 +91,8 @@ nlohmann::json SummaryJson(const lifecycle::CycleSummary& s, const lifecycle::Cy
           {"wait_us_p50", s.wait_us.median},
           {"lifetime_us_p50", s.lifetime_us.median},
           {"syscalls_counted", r.syscalls_counted},
-          {"interrupted", r.interrupted}};
+          {"interrupted", r.interrupted},
+          {"replaced", r.replaced}};
 }
 
 Report PhaseReport(const lifecycle::CycleSummary& s, std::span<const profiling::PerfEvent> counters,
