@@ -240,10 +240,24 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
     server_syscalls = profiling::SyscallCounters::OpenProcess(postmaster, kinds);
   }
   internal::ClientLoop clients(options, socket_path, results_read.get(), result);
+  // A threaded server's held connections are in its one process: what it
+  // grows by as they open.
+  std::optional<ProcessMemory> before_held;
+  if (options.hold > 0 && options.mode == Mode::kThread) before_held = ReadProcessMemory(postmaster);
   absl::Status run = clients.OpenHeld();
   // Once every held backend is ready and before the loop starts, the
-  // postmaster's children are the held backends.
-  if (run.ok() && options.hold > 0) result.held_memory = MedianProcessMemory(ChildrenOf(postmaster));
+  // postmaster's children are the held backends (or the pool's).
+  if (run.ok() && options.hold > 0) {
+    if (options.mode != Mode::kThread) {
+      result.held_memory = MedianProcessMemory(ChildrenOf(postmaster));
+    } else if (const std::optional<ProcessMemory> after = ReadProcessMemory(postmaster); after && before_held) {
+      auto each = [&](int64_t ProcessMemory::*field) { return ((*after).*field - (*before_held).*field) / options.hold; };
+      result.held_memory = ProcessMemory{.rss_kb = each(&ProcessMemory::rss_kb),
+                                         .pss_kb = each(&ProcessMemory::pss_kb),
+                                         .private_kb = each(&ProcessMemory::private_kb),
+                                         .page_tables_kb = each(&ProcessMemory::page_tables_kb)};
+    }
+  }
   if (run.ok()) run = clients.Run();
   if (options.hold > 0) {
     // The server's usage is taken once the loop's backends are reaped and
@@ -326,7 +340,11 @@ absl::Status ValidateCycleOptions(const CycleOptions& o) {
   }
   if (o.warmup < 0) return absl::InvalidArgumentError("--warmup must be >= 0");
   if (o.hold < 0 || o.hold > kMaxHold) return absl::InvalidArgumentError(absl::StrCat("--hold must be 0..", kMaxHold));
-  if (o.hold > 0 && o.mode != Mode::kFork) return absl::InvalidArgumentError("--hold needs --mode=fork (held backends are processes)");
+  if (o.hold > 0 && !ServerMode(o.mode)) return absl::InvalidArgumentError("--hold needs a server mode (fork, thread or prefork)");
+  if (o.mode == Mode::kPrefork && o.pool > 0 && o.pool < o.hold + o.clients) {
+    return absl::InvalidArgumentError(absl::StrCat("--pool=", o.pool, " is fewer than --hold + --clients (", o.hold + o.clients,
+                                                   "): the held connections would keep the loop waiting"));
+  }
   if (o.mode == Mode::kThread && o.sampler) {
     return absl::InvalidArgumentError("--profile needs --mode=fork or inproc (the sampler's timer is a process's, not a thread's)");
   }
@@ -344,7 +362,7 @@ absl::Status ValidateCycleOptions(const CycleOptions& o) {
     HostNeeds needs;
     needs.what = absl::StrCat("--hold=", o.hold);
     needs.descriptors = o.hold + o.clients + kFdsBesidesClients;
-    needs.processes = o.hold + o.clients + 2;
+    needs.processes = o.hold + o.clients + 2;  // threads count against the same limits (RLIMIT_NPROC, threads-max)
     needs.uid = geteuid();
     needs.memory_bytes = o.hold * kHeldBackendBytes;
     if (absl::Status s = CheckHostLimits(needs); !s.ok()) return s;

@@ -59,15 +59,16 @@ struct CycleOptions {
   Mode mode = Mode::kFork;
   ThreadMemory thread_memory = ThreadMemory::kFresh;  // thread mode
   // Prefork mode: the pre-forked backends (--pool); 0: one more than the
-  // clients, so that a backend is idle while another resets.
+  // clients (and the held connections), so that a backend is idle while
+  // another resets.
   int pool = 0;
   BackendConfig backend;
   int clients = 1;
   int64_t connections = 200;  // measured connections; 0: run for `duration` instead
   absl::Duration duration = absl::ZeroDuration();
   int64_t warmup = 20;        // connections run first and left out of every figure
-  // Fork mode: connections opened first and held, idle, while the loop runs
-  // (`cycle --hold`): so many backends live beside the loop's, as `pg
+  // Server modes: connections opened first and held, idle, while the loop
+  // runs (`cycle --hold`): so many backends live beside the loop's, as `pg
   // --hold` holds them on a real server. They take the first sequence
   // numbers (before the warm-up) and are left out of every figure but
   // their own (CycleResult::hold_open_ns, held_memory).
@@ -117,7 +118,9 @@ struct CycleResult {
   int32_t postmaster_pid = 0;
   // With options.hold: the time to open the held connections (from the
   // first connect() to the last "ready"), and the memory of the median held
-  // backend, field by field (none if /proc could not be read for one).
+  // backend, field by field (none if /proc could not be read for one); in
+  // thread mode, the server process's growth from opening them, divided by
+  // their number; in prefork mode, the median pre-forked backend's.
   int64_t hold_open_ns = -1;
   std::optional<ProcessMemory> held_memory;
   // Fork mode: the whole server as `pg` measures a real one — the
@@ -152,8 +155,10 @@ absl::StatusOr<CycleResult> RunCycle(const CycleOptions& options);
 inline constexpr int kMaxClients = 1024;
 // The most pre-forked backends (--pool).
 inline constexpr int kMaxPool = 1024;
-// The pre-forked backends of `options` (its pool, or clients + 1).
-inline int PoolSize(const CycleOptions& options) { return options.pool > 0 ? options.pool : options.clients + 1; }
+// The pre-forked backends of `options` (its pool, or hold + clients + 1).
+inline int PoolSize(const CycleOptions& options) {
+  return options.pool > 0 ? options.pool : static_cast<int>(options.hold) + options.clients + 1;
+}
 // The most connections a cycle holds (--hold), as `pg --hold`.
 inline constexpr int64_t kMaxHold = 100'000;
 

@@ -159,6 +159,29 @@ class Postmaster {
   static void* ThreadMain(void* arg);
   void JoinEnded();
   size_t Live() const { return live_.size() + live_threads_; }
+  // Backends serving a connection: the live ones, or the busy members of a pool.
+  size_t Serving() const {
+    if (c_.pool == 0) return Live();
+    return static_cast<size_t>(std::count_if(pool_.begin(), pool_.end(), [](const Member& m) { return m.busy; }));
+  }
+  // Slot's backend took connection `sequence`: a held one is counted, and
+  // the server's usage starts after the last held one's.
+  void Taken(size_t slot, int64_t sequence) {
+    slot_used_[slot] = true;
+    if (sequence >= c_.hold) return;
+    slot_held_[slot] = true;
+    ++held_live_;
+    // The held backends' starts are no connection's of the loop.
+    if (sequence == c_.hold - 1) serving_start_ = SelfAndChildren();
+  }
+  // Slot's connection is over (its backend reaped, joined or idle again).
+  void Freed(size_t slot) {
+    slot_used_[slot] = false;
+    if (slot_held_[slot]) {
+      slot_held_[slot] = false;
+      --held_live_;
+    }
+  }
   // Pre-forked backends.
   bool StartMember(size_t i);
   [[noreturn]] void MemberChild(size_t i, int channel, int sigfd);
@@ -188,7 +211,10 @@ class Postmaster {
   std::vector<bool> slot_used_;
   std::vector<ResourceSample> fork_parent_cost_;  // per slot
   std::map<pid_t, size_t> live_;                   // pid -> slot
-  std::set<pid_t> held_;                           // the live held backends (CycleOptions::hold)
+  // Per slot: its backend serves a held connection (CycleOptions::hold);
+  // and how many do.
+  std::vector<bool> slot_held_;
+  size_t held_live_ = 0;
   // Threads: per slot, the thread, its connection (shut down to end it at a
   // stop), its tid, its counters after its last call, and its arena (one
   // from free_arenas_, or a new one).
@@ -308,7 +334,7 @@ void Postmaster::Accept(int sigfd) {
     if (handed) {
       pool_[slot].idle = false;
       pool_[slot].busy = true;
-      slot_used_[slot] = true;
+      Taken(slot, record.sequence);
     }
     return;
   }
@@ -319,8 +345,8 @@ void Postmaster::Accept(int sigfd) {
       close(fd);
       return;
     }
-    slot_used_[slot] = true;
     ++live_threads_;
+    Taken(slot, record.sequence);
     return;
   }
   const pid_t pid = fork();
@@ -335,13 +361,8 @@ void Postmaster::Accept(int sigfd) {
     Fail(FailedCall::kFork, fork_error);
     return;
   }
-  slot_used_[slot] = true;
   live_[pid] = slot;
-  if (record.sequence < c_.hold) {
-    held_.insert(pid);
-    // The held backends' forks are no connection's of the loop.
-    if (record.sequence == c_.hold - 1) serving_start_ = SelfAndChildren();
-  }
+  Taken(slot, record.sequence);
 }
 
 void Postmaster::Reap() {
@@ -353,7 +374,7 @@ void Postmaster::Reap() {
       if (errno == EINTR) continue;
       // ECHILD: nothing left to wait for (children reaped elsewhere; or
       // backends are threads, whose slots are not these)
-      for (const auto& [gone, slot] : live_) slot_used_[slot] = false;
+      for (const auto& [gone, slot] : live_) Freed(slot);
       live_.clear();
       break;
     }
@@ -361,7 +382,6 @@ void Postmaster::Reap() {
     if (it == live_.end()) continue;
     const size_t slot = it->second;
     live_.erase(it);
-    held_.erase(pid);
     if (c_.pool > 0) {
       // A member ends at the stop (its channel closed), or dies: then its
       // connection, if it had one, is a crashed backend's, and it is
@@ -383,8 +403,8 @@ void Postmaster::Reap() {
                         .reaped_ns = NowNs()},
                        m.record);
         Send(m);
+        Freed(slot);
       }
-      slot_used_[slot] = false;
       if (!stopping_ && (WIFSIGNALED(status) || WEXITSTATUS(status) != 0)) ReplaceMember(slot);
       continue;
     }
@@ -399,7 +419,7 @@ void Postmaster::Reap() {
                     .reaped_ns = NowNs()},
                    m.record);
     if (sample_slots_) AppendSamples(m.record.sequence, *sample_slots_->Backend(slot));
-    slot_used_[slot] = false;
+    Freed(slot);
     Send(m);
   }
 }
@@ -424,6 +444,7 @@ void Postmaster::Main() {
   BACKENDLAB_CHECK(shared != MAP_FAILED);
   slots_ = static_cast<BackendRecord*>(shared);
   slot_used_.assign(c_.nslots, false);
+  slot_held_.assign(c_.nslots, false);
   fork_parent_cost_.assign(c_.nslots, {});
   if (c_.threads) {
     int ended[2];
@@ -510,7 +531,7 @@ void Postmaster::Main() {
       stop_deadline_ = INT64_MAX;
     }
     Reap();
-    if (usage_asked_ && Live() == held_.size()) SendUsage();
+    if (usage_asked_ && Serving() == held_live_) SendUsage();
   }
   SendUsage();  // without held connections: now, the last backend reaped
   if (sample_slots_) {  // before the closing bare forks: they are not the run
@@ -583,6 +604,7 @@ void Postmaster::JoinEnded() {
     BACKENDLAB_CHECK(pthread_join(t.thread, nullptr) == 0);
     const ResourceSample joined = SampleThread();
     --live_threads_;
+    Freed(slot);
     if (t.arena) free_arenas_.push_back(std::move(t.arena));
     Message m{};
     m.type = Message::kBackend;
@@ -596,7 +618,6 @@ void Postmaster::JoinEnded() {
                     .thread_end = &t.end,
                     .join_cost = joined - before},
                    m.record);
-    slot_used_[slot] = false;
     Send(m);
   }
 }
@@ -706,7 +727,7 @@ void Postmaster::MemberSaid(size_t i) {
                  m.record);
   pool_[i].busy = false;
   pool_[i].idle = true;
-  slot_used_[i] = false;
+  Freed(i);
   Send(m);
 }
 
