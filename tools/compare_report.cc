@@ -161,7 +161,14 @@ void PrintCompareNotes(const CompareMatrix& matrix, const CompareStats& stats, b
         << "; every other mode's row is against the same configuration in " << lifecycle::ModeName(matrix.modes.front())
         << " mode,\nat the same shared_buffers"
         << (one_clients ? "" : " and clients")
-        << ": what that process model saves. A thread's fork and reap are thread_start and thread_join.\n";
+        << ": what that process model saves.";
+    if (std::find(matrix.modes.begin(), matrix.modes.end(), lifecycle::Mode::kThread) != matrix.modes.end()) {
+      out << " A thread's fork and reap are thread_start and thread_join.";
+    }
+    if (std::find(matrix.modes.begin(), matrix.modes.end(), lifecycle::Mode::kPrefork) != matrix.modes.end()) {
+      out << " A pre-forked backend's fork, teardown and reap are\nhandoff, reset and release; its first connection builds what later ones reuse.";
+    }
+    out << "\n";
   }
   if (matrix.holds.size() > 1) {
     out << "hold: connections held, idle, beside each run (their backends' lives in no figure of the run's);\n"
