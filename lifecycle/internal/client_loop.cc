@@ -122,7 +122,9 @@ bool ClientLoop::DrainOne() {
       }
       break;
     case Message::kFailed:
-      if (postmaster_failure_.ok()) {
+      if (postmaster_failure_.ok() && m.call == FailedCall::kPoolStart) {
+        postmaster_failure_ = absl::UnavailableError("postmaster: a pre-forked backend died before it was built");
+      } else if (postmaster_failure_.ok()) {
         postmaster_failure_ = absl::UnavailableError(
             ErrnoLine(absl::StrCat("postmaster: ", std::string(FailedCallName(m.call))), static_cast<int>(m.value)));
       }

@@ -238,8 +238,9 @@ class Postmaster {
   struct Member {
     pid_t pid = 0;
     int channel = -1;   // the postmaster's end; -1: closed
-    bool idle = false;  // built, no connection
-    bool busy = false;  // serving the connection in its slot (its index)
+    bool idle = false;   // built, no connection
+    bool busy = false;   // serving the connection in its slot (its index)
+    bool ready = false;  // it said it was built, once
   };
   struct MemberShared {
     Message::Usage base, latest;
@@ -387,6 +388,7 @@ void Postmaster::Reap() {
       // connection, if it had one, is a crashed backend's, and it is
       // replaced while the run goes on.
       const bool busy = pool_[slot].busy;
+      const bool was_ready = pool_[slot].pid != pid || pool_[slot].ready;
       if (pool_[slot].pid == pid) {
         if (pool_[slot].channel >= 0) close(pool_[slot].channel);
         pool_[slot] = Member{};
@@ -405,7 +407,13 @@ void Postmaster::Reap() {
         Send(m);
         Freed(slot);
       }
-      if (!stopping_ && (WIFSIGNALED(status) || WEXITSTATUS(status) != 0)) ReplaceMember(slot);
+      if (!stopping_ && !was_ready) {
+        // It could not build its structures (it said why): a new one
+        // would fail the same way.
+        Fail(FailedCall::kPoolStart, 0);
+      } else if (!stopping_ && (WIFSIGNALED(status) || WEXITSTATUS(status) != 0)) {
+        ReplaceMember(slot);
+      }
       continue;
     }
     Message m{};
@@ -481,7 +489,7 @@ void Postmaster::Main() {
       if (!StartMember(i)) break;
       char c = 0;
       if (ReadAll(pool_[i].channel, &c, 1) != 1 || c != kPoolReady) break;  // it died: reaped below, the run fails
-      pool_[i].idle = true;
+      pool_[i].idle = pool_[i].ready = true;
     }
   }
   // The server's usage is taken from here to the last backend reaped: the
@@ -708,7 +716,7 @@ void Postmaster::MemberSaid(size_t i) {
     return;
   }
   if (c == kPoolReady) {
-    pool_[i].idle = true;
+    pool_[i].idle = pool_[i].ready = true;
     return;
   }
   if (!pool_[i].busy) return;

@@ -41,13 +41,16 @@ inline constexpr char kPoolDone = 'D';
 inline constexpr char kPoolError = 'E';
 
 // A call of the postmaster's that failed for good and ended the run.
-enum class FailedCall : int32_t { kPoll = 1, kAccept = 2, kFork = 3, kThread = 4, kSocketpair = 5 };
+// kPoolStart: a pre-forked backend died before it was built (value 0; it
+// printed why).
+enum class FailedCall : int32_t { kPoll = 1, kAccept = 2, kFork = 3, kThread = 4, kSocketpair = 5, kPoolStart = 6 };
 
 inline constexpr NamedValue<FailedCall> kFailedCallNames[] = {{FailedCall::kPoll, "poll"},
                                                               {FailedCall::kAccept, "accept"},
                                                               {FailedCall::kFork, "fork"},
                                                               {FailedCall::kThread, "pthread_create"},
-                                                              {FailedCall::kSocketpair, "socketpair"}};
+                                                              {FailedCall::kSocketpair, "socketpair"},
+                                                              {FailedCall::kPoolStart, "pre-forked backend start"}};
 inline std::string_view FailedCallName(FailedCall call) { return NameOf(call, kFailedCallNames); }
 
 // Messages from the postmaster to the tool, one write() each (< PIPE_BUF, so
