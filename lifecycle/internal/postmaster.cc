@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -36,6 +37,11 @@
 
 namespace backendlab::lifecycle::internal {
 namespace {
+
+bool StoppedBySignal(int status) {
+  return WIFSIGNALED(status) &&
+         std::find(std::begin(kStopSignals), std::end(kStopSignals), WTERMSIG(status)) != std::end(kStopSignals);
+}
 
 // How long the postmaster waits for its backends after being told to stop
 // before it SIGKILLs them: a backend whose client is gone exits at once.
@@ -411,8 +417,8 @@ void Postmaster::Reap() {
         // It could not build its structures (it said why): a new one
         // would fail the same way.
         Fail(FailedCall::kPoolStart, 0);
-      } else if (!stopping_ && (WIFSIGNALED(status) || WEXITSTATUS(status) != 0)) {
-        ReplaceMember(slot);
+      } else if (!stopping_ && (WIFSIGNALED(status) || WEXITSTATUS(status) != 0) && !StoppedBySignal(status)) {
+        ReplaceMember(slot);  // a stop signal to the group is the run's end, not a member's death
       }
       continue;
     }

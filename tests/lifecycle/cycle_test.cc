@@ -553,20 +553,22 @@ TEST_F(CycleStopTest, AStopRequestedBeforeTheRunRunsNothing) {
 // Each stop signal, arriving mid-run: the run stops early, every backend
 // reaped, the directory removed, and the signal is still the process's.
 TEST_F(CycleStopTest, AStopSignalMidRunStopsCleanly) {
-  for (int signal : kStopSignals) {
-    SCOPED_TRACE(signal);
-    ResetStopRequestForTesting();
-    CycleOptions o = SmallOptions(Mode::kFork, Layout::kHash, 1000);
-    int seen = 0;
-    o.on_record = [&](const BackendRecord&) {
-      if (++seen == 5) raise(signal);  // RunCycle installed the handlers
-    };
-    absl::StatusOr<CycleResult> result = RunCycle(o);
-    ASSERT_TRUE(result.ok()) << result.status();
-    EXPECT_TRUE(result->interrupted);
-    EXPECT_LT(result->connections, o.connections);
-    EXPECT_EQ(StopSignal(), signal);
-    ExpectNothingLeft();
+  for (Mode mode : {Mode::kFork, Mode::kThread, Mode::kPrefork}) {
+    for (int signal : kStopSignals) {
+      SCOPED_TRACE(testing::Message() << ModeName(mode) << " " << signal);
+      ResetStopRequestForTesting();
+      CycleOptions o = SmallOptions(mode, Layout::kHash, 1000);
+      int seen = 0;
+      o.on_record = [&](const BackendRecord&) {
+        if (++seen == 5) raise(signal);  // RunCycle installed the handlers
+      };
+      absl::StatusOr<CycleResult> result = RunCycle(o);
+      ASSERT_TRUE(result.ok()) << result.status();
+      EXPECT_TRUE(result->interrupted);
+      EXPECT_LT(result->connections, o.connections);
+      EXPECT_EQ(StopSignal(), signal);
+      ExpectNothingLeft();
+    }
   }
 }
 

@@ -547,6 +547,32 @@ TEST_P(CycleStopSignalTest, StopsTheWholeGroupCleanly) {
 
 std::string SignalParamName(const testing::TestParamInfo<int>& param) { return sigabbrev_np(param.param); }
 
+// ^C to the whole group in the other server modes: a threaded server
+// ignores it as the postmaster does, pre-forked backends die of it and are
+// not replaced. Exit 130, nothing left.
+TEST_F(CycleCliTest, SigintToTheGroupStopsThreadAndPreforkRunsCleanly) {
+  for (const char* mode : {"--mode=thread", "--mode=prefork"}) {
+    SCOPED_TRACE(mode);
+    std::vector<std::string> args = LongCycle();
+    args.push_back(mode);
+    SpawnedTool tool(args, dir_, /*own_group=*/true);
+    ASSERT_GT(tool.pid(), 0);
+    ASSERT_TRUE(WaitUntilRunning(tool, tmpdir_, dir_));
+    ASSERT_EQ(kill(-tool.pid(), SIGINT), 0);
+    const std::optional<int> status = tool.WaitFor(std::chrono::seconds(10));
+    ASSERT_TRUE(status) << "still running 10 s after SIGINT";
+    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 130) << "status " << *status;
+    ExpectNoProcessLeft();
+    ExpectTmpdirEmpty();
+    const std::string err = ReadFile(dir_ + "/stderr");
+    EXPECT_TRUE(IsOneLineStartingWith(err, "backendlab cycle: ")) << err;
+    EXPECT_NE(err.find("interrupted"), std::string::npos) << err;
+    const std::string out = ReadFile(dir_ + "/stdout");
+    EXPECT_EQ(CountLinesContaining(out, "crashed:"), 0) << out;
+    EXPECT_EQ(CountLinesContaining(out, "1 replaced"), 0) << out;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Signals, CycleStopSignalTest, testing::Values(SIGINT, SIGTERM, SIGHUP, SIGQUIT), SignalParamName);
 
 // The socket's directory removed from outside mid-run: one line naming the
