@@ -1,0 +1,155 @@
+// `--mode=prefork`: a pool of pre-forked backends, each handed a connection
+// at a time over its channel and reset between them.
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "base/check.h"
+#include "base/fresh_allocations.h"
+#include "base/interrupt.h"
+#include "base/private_pages.h"
+#include "base/resource_usage.h"
+#include "lifecycle/backend.h"
+#include "lifecycle/internal/postmaster_state.h"
+#include "lifecycle/internal/protocol.h"
+
+namespace backendlab::lifecycle::internal {
+
+bool Postmaster::StartMember(size_t i) {
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+    Fail(FailedCall::kSocketpair, errno);
+    return false;
+  }
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(pair[0]);
+    MemberChild(i, pair[1], sigfd_);
+  }
+  const int error = errno;
+  close(pair[1]);
+  if (pid < 0) {
+    close(pair[0]);
+    Fail(FailedCall::kFork, error);
+    return false;
+  }
+  pool_[i] = Member{.pid = pid, .channel = pair[0], .idle = false, .busy = false};
+  live_[pid] = i;
+  return true;
+}
+
+// A pre-forked backend: a backend child's set-up, its structures built once,
+// then a connection at a time until its channel reaches EOF.
+void Postmaster::MemberChild(size_t i, int channel, int sigfd) {
+  prctl(PR_SET_NAME, "backend");
+  close(c_.listen_fd);
+  close(c_.control_fd);
+  if (results_fd_ >= 0) close(results_fd_);
+  if (c_.samples_fd >= 0) close(c_.samples_fd);
+  close(sigfd);
+  for (size_t j = 0; j < pool_.size(); ++j) {
+    if (j != i && pool_[j].channel >= 0) close(pool_[j].channel);
+  }
+  if (c_.env->death_own_fd >= 0) close(c_.env->death_own_fd);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != pid_) _exit(1);
+  UseDefaultMallocThresholds();
+  DefaultStopSignals();
+  sigset_t all;
+  sigemptyset(&all);
+  sigprocmask(SIG_SETMASK, &all, nullptr);
+  absl::StatusOr<std::unique_ptr<PooledBackend>> backend = PooledBackend::Build(*c_.env);
+  if (!backend.ok()) {
+    std::fprintf(stderr, "backendlab backend %d: %s\n", getpid(), std::string(backend.status().message()).c_str());
+    _exit(3);
+  }
+  members_[i].base = OwnUsage();
+  members_[i].latest = members_[i].base;
+  if (!SendByte(channel, kPoolReady)) _exit(0);
+  for (;;) {
+    uint64_t slot = 0;
+    int fd = -1;
+    const int got = ReceiveDescriptor(channel, slot, fd);
+    if (got == 0) _exit(0);  // EOF: the postmaster is done with us
+    const ResourceSample received = SampleThread();
+    if (got < 0 || slot != i) _exit(4);
+    const absl::Status status = (*backend)->Serve(fd, received, slots_[i]);
+    if (!status.ok()) std::fprintf(stderr, "backendlab backend %d: %s\n", getpid(), std::string(status.message()).c_str());
+    close(fd);
+    members_[i].latest = OwnUsage();
+    members_[i].end = SampleThread();
+    if (!SendByte(channel, status.ok() ? kPoolDone : kPoolError)) _exit(0);
+  }
+}
+
+// The connection's descriptor and its slot to member `slot`; false if the
+// member is gone (its death is reaped, its connection never served).
+bool Postmaster::HandOff(size_t slot, int client_fd) { return SendDescriptor(pool_[slot].channel, slot, client_fd); }
+
+// Member i's byte: built, or a connection done (its record completed and
+// sent, the member idle again); EOF: it is dying, and Reap will see it.
+void Postmaster::MemberSaid(size_t i) {
+  const ResourceSample before = SampleThread();
+  char c = 0;
+  const ssize_t n = read(pool_[i].channel, &c, 1);
+  if (n <= 0) {
+    if (n < 0 && errno == EINTR) return;
+    close(pool_[i].channel);
+    pool_[i].channel = -1;
+    pool_[i].idle = false;
+    return;
+  }
+  if (c == kPoolReady) {
+    pool_[i].idle = pool_[i].ready = true;
+    return;
+  }
+  if (!pool_[i].busy) return;
+  const ResourceSample read_done = SampleThread();
+  Message m{};
+  m.type = Message::kBackend;
+  m.record = slots_[i];
+  CompleteRecord({.pid = pool_[i].pid,
+                  .wait_status = c == kPoolDone ? 0 : 3 << 8,
+                  .usage = nullptr,
+                  .forked = true,
+                  .fork_parent_cost = fork_parent_cost_[i],
+                  .reaped_ns = read_done.wall_ns,
+                  .thread_end = &members_[i].end,
+                  .join_cost = read_done - before},
+                 m.record);
+  pool_[i].busy = false;
+  pool_[i].idle = true;
+  Freed(i);
+  Send(m);
+}
+
+void Postmaster::ReplaceMember(size_t i) {
+  Message m{};
+  m.type = Message::kReplaced;
+  m.value = pool_[i].pid;
+  if (StartMember(i)) Send(m);  // ready when it says so (MemberSaid)
+}
+
+void Postmaster::ClosePool() {
+  if (pool_.empty()) return;
+  SendUsage();
+  for (Member& m : pool_) {
+    if (m.channel >= 0) close(m.channel);
+    m.channel = -1;
+    m.idle = m.busy = false;
+  }
+  pool_closing_ = false;
+}
+
+}  // namespace backendlab::lifecycle::internal
