@@ -37,15 +37,6 @@
 #include "lifecycle/internal/weight_work.h"
 
 namespace backendlab::lifecycle::internal {
-namespace {
-
-bool StoppedBySignal(int status) {
-  return WIFSIGNALED(status) &&
-         std::find(std::begin(kStopSignals), std::end(kStopSignals), WTERMSIG(status)) != std::end(kStopSignals);
-}
-
-
-}  // namespace
 
 
 void Postmaster::BackendChild(size_t slot, int client_fd, int sigfd) {
@@ -170,36 +161,7 @@ void Postmaster::Reap() {
     const size_t slot = it->second;
     live_.erase(it);
     if (c_.pool > 0) {
-      // A member ends at the stop (its channel closed), or dies: then its
-      // connection, if it had one, is a crashed backend's, and it is
-      // replaced while the run goes on.
-      const bool busy = pool_[slot].busy;
-      const bool was_ready = pool_[slot].pid != pid || pool_[slot].ready;
-      if (pool_[slot].pid == pid) {
-        if (pool_[slot].channel >= 0) close(pool_[slot].channel);
-        pool_[slot] = Member{};
-      }
-      if (busy) {
-        Message m{};
-        m.type = Message::kBackend;
-        m.record = slots_[slot];
-        CompleteRecord({.pid = pid,
-                        .wait_status = status,
-                        .usage = nullptr,
-                        .forked = true,
-                        .fork_parent_cost = fork_parent_cost_[slot],
-                        .reaped_ns = NowNs()},
-                       m.record);
-        Send(m);
-        Freed(slot);
-      }
-      if (!stopping_ && !was_ready) {
-        // It could not build its structures (it said why): a new one
-        // would fail the same way.
-        Fail(FailedCall::kPoolStart, 0);
-      } else if (!stopping_ && (WIFSIGNALED(status) || WEXITSTATUS(status) != 0) && !StoppedBySignal(status)) {
-        ReplaceMember(slot);  // a stop signal to the group is the run's end, not a member's death
-      }
+      MemberEnded(slot, pid, status);
       continue;
     }
     Message m{};

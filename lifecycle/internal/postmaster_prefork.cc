@@ -9,7 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <iterator>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -24,6 +26,14 @@
 #include "lifecycle/internal/protocol.h"
 
 namespace backendlab::lifecycle::internal {
+namespace {
+
+bool StoppedBySignal(int status) {
+  return WIFSIGNALED(status) &&
+         std::find(std::begin(kStopSignals), std::end(kStopSignals), WTERMSIG(status)) != std::end(kStopSignals);
+}
+
+}  // namespace
 
 bool Postmaster::StartMember(size_t i) {
   int pair[2];
@@ -105,9 +115,23 @@ void Postmaster::MemberSaid(size_t i) {
   const ssize_t n = read(pool_[i].channel, &c, 1);
   if (n <= 0) {
     if (n < 0 && errno == EINTR) return;
-    close(pool_[i].channel);
-    pool_[i].channel = -1;
-    pool_[i].idle = false;
+    // EOF: the member is exiting (a member closes its channel only so; its
+    // memory is gone before its descriptors). Waited for here, not left to
+    // SIGCHLD, which may come after the loop's last connection and the
+    // stop: its connection is reported and it is replaced in turn.
+    const pid_t pid = pool_[i].pid;
+    int status = 0;
+    pid_t waited;
+    while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+    }
+    if (waited == pid) {
+      live_.erase(pid);
+      MemberEnded(i, pid, status);
+    } else {
+      close(pool_[i].channel);  // reaped already (Reap handles it)
+      pool_[i].channel = -1;
+      pool_[i].idle = false;
+    }
     return;
   }
   if (c == kPoolReady) {
@@ -134,6 +158,39 @@ void Postmaster::MemberSaid(size_t i) {
   Send(m);
 }
 
+// Member `slot`, process `pid`, ended with `status` (reaped): its
+// connection, if it had one, is a crashed (or stopped) backend's; it is
+// replaced while the run goes on, unless it never got built (a new one
+// would fail the same way: the run fails) or a stop signal to the group
+// ended it (the run's end, not a member's death).
+void Postmaster::MemberEnded(size_t slot, pid_t pid, int status) {
+  const bool busy = pool_[slot].busy;
+  const bool was_ready = pool_[slot].pid != pid || pool_[slot].ready;
+  if (pool_[slot].pid == pid) {
+    if (pool_[slot].channel >= 0) close(pool_[slot].channel);
+    pool_[slot] = Member{};
+  }
+  if (busy) {
+    Message m{};
+    m.type = Message::kBackend;
+    m.record = slots_[slot];
+    CompleteRecord({.pid = pid,
+                    .wait_status = status,
+                    .usage = nullptr,
+                    .forked = true,
+                    .fork_parent_cost = fork_parent_cost_[slot],
+                    .reaped_ns = NowNs()},
+                   m.record);
+    Send(m);
+    Freed(slot);
+  }
+  if (!stopping_ && !was_ready) {
+    Fail(FailedCall::kPoolStart, 0);
+  } else if (!stopping_ && (WIFSIGNALED(status) || WEXITSTATUS(status) != 0) && !StoppedBySignal(status)) {
+    ReplaceMember(slot);
+  }
+}
+
 void Postmaster::ReplaceMember(size_t i) {
   Message m{};
   m.type = Message::kReplaced;
@@ -147,7 +204,7 @@ void Postmaster::ClosePool() {
   for (Member& m : pool_) {
     if (m.channel >= 0) close(m.channel);
     m.channel = -1;
-    m.idle = m.busy = false;
+    m.idle = false;  // `busy` stays: a member that dies serving is reported when it is reaped
   }
   pool_closing_ = false;
 }

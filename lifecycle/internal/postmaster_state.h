@@ -178,6 +178,7 @@ class Postmaster {
   [[noreturn]] void MemberChild(size_t i, int channel, int sigfd);
   void MemberSaid(size_t i);
   bool HandOff(size_t slot, int client_fd);
+  void MemberEnded(size_t slot, pid_t pid, int status);
   void ReplaceMember(size_t i);
   void ClosePool();
   bool AnyIdle() const {
