@@ -162,6 +162,27 @@ class PgCliTest : public CliTest {
     return backends;
   }
   bool WaitForABackend(pid_t postmaster, test_util::SpawnedTool& tool) { return !WaitForBackends(postmaster, tool).empty(); }
+  // Waits for a postmaster of the tool (as WaitForProcessNamed finds one,
+  // looked for again at each turn: a short-lived postgres of the tool's
+  // may be seen first) with `n` backends at once; its backends, oldest
+  // first, or none if the tool exited or test_util::kPatience passed.
+  std::vector<pid_t> WaitForServerWithBackends(test_util::SpawnedTool& tool, size_t n) {
+    std::vector<pid_t> backends;
+    test_util::WaitUntil(
+        [&] {
+          for (pid_t pid : ProcessesMentioning(tmpdir_)) {
+            if (ParentOf(pid) != tool.pid()) continue;
+            std::vector<pid_t> of = BackendsOf(pid);
+            if (of.size() >= n) {
+              backends = std::move(of);
+              return true;
+            }
+          }
+          return tool.Poll().has_value();
+        },
+        test_util::kPatience, std::chrono::milliseconds(2));
+    return backends;
+  }
   // Starts the tool, waits for its server (and `also_wait_for`), and for
   // `backends` of the server's backends at once (0: none), interrupts the
   // tool (^C): exit 130, and nothing of the server left, those backends

@@ -152,9 +152,7 @@ TEST_F(PgManyTest, AHeldConnectionTheServerClosesMidRunIsReported) {
   constexpr size_t kHeld = 20;
   test_util::SpawnedTool tool(
       {BACKENDLAB_CLI_PATH, "pg", "--hold=20", "--duration=5s", "--rounds=1", "--shared-buffers=128MB"}, dir_);
-  const pid_t postmaster = WaitForProcessNamed("postgres", tool);
-  ASSERT_NE(postmaster, 0) << "no server started: " << ReadFile(dir_ + "/stderr");
-  const std::vector<pid_t> backends = WaitForBackends(postmaster, tool, kHeld);
+  const std::vector<pid_t> backends = WaitForServerWithBackends(tool, kHeld);
   ASSERT_GE(backends.size(), kHeld) << ReadFile(dir_ + "/stderr");
   // The oldest backend is a held one: they were all made before the loop's first.
   ASSERT_EQ(kill(backends.front(), SIGTERM), 0);
