@@ -345,17 +345,19 @@ absl::Status ValidateCycleOptions(const CycleOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat("--pool=", o.pool, " is fewer than --hold + --clients (", o.hold + o.clients,
                                                    "): the held connections would keep the loop waiting"));
   }
-  if (o.mode == Mode::kThread && o.sampler) {
-    return absl::InvalidArgumentError("--profile needs --mode=fork or inproc (the sampler's timer is a process's, not a thread's)");
+  // SampledMode's reasons, each mode's own.
+  if (o.sampler && !SampledMode(o.mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--profile needs --mode=fork or inproc (",
+        o.mode == Mode::kThread ? "the sampler's timer is a process's, not a thread's"
+                                : "a pre-forked backend's samples are not split by connection",
+        ")"));
   }
   if (o.mode != Mode::kThread && o.thread_memory != ThreadMemory::kFresh) {
     return absl::InvalidArgumentError("--thread-memory needs --mode=thread");
   }
   if (o.mode != Mode::kPrefork && o.pool != 0) return absl::InvalidArgumentError("--pool needs --mode=prefork");
   if (o.pool < 0 || o.pool > kMaxPool) return absl::InvalidArgumentError(absl::StrCat("--pool must be 1..", kMaxPool));
-  if (o.mode == Mode::kPrefork && o.sampler) {
-    return absl::InvalidArgumentError("--profile needs --mode=fork or inproc (a pre-forked backend's samples are not split by connection)");
-  }
   if (o.hold > 0) {
     // Descriptors (raising the soft limit to the hard one), processes and
     // memory for the held backends, checked before anything starts.

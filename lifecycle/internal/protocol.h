@@ -96,23 +96,34 @@ inline bool SendByte(int fd, char byte) {
   }
 }
 
-// A connection handed to a pre-forked backend: `slot` (8 bytes) with `fd`
-// (SCM_RIGHTS) on a SOCK_SEQPACKET channel; false if the peer is gone.
-inline bool SendDescriptor(int channel, uint64_t slot, int fd) {
+// One descriptor-passing message on a SOCK_SEQPACKET channel: `slot` (8
+// bytes) and room for one descriptor (SCM_RIGHTS).
+struct DescriptorMessage {
+  explicit DescriptorMessage(uint64_t& slot) : iov{&slot, sizeof slot} {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+  }
+  DescriptorMessage(const DescriptorMessage&) = delete;
+  DescriptorMessage& operator=(const DescriptorMessage&) = delete;
+
   char control[CMSG_SPACE(sizeof(int))] = {};
-  iovec iov{&slot, sizeof slot};
+  iovec iov;
   msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+};
+
+// A connection handed to a pre-forked backend: `slot` with `fd`; false if
+// the peer is gone.
+inline bool SendDescriptor(int channel, uint64_t slot, int fd) {
+  DescriptorMessage m(slot);
+  cmsghdr* cmsg = CMSG_FIRSTHDR(&m.msg);
   cmsg->cmsg_level = SOL_SOCKET;
   cmsg->cmsg_type = SCM_RIGHTS;
   cmsg->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(cmsg), &fd, sizeof fd);
   for (;;) {
-    if (sendmsg(channel, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof slot)) return true;
+    if (sendmsg(channel, &m.msg, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof slot)) return true;
     if (errno != EINTR) return false;
   }
 }
@@ -120,18 +131,12 @@ inline bool SendDescriptor(int channel, uint64_t slot, int fd) {
 // SendDescriptor's other end: 1 with `slot` and `fd` (close-on-exec), 0 at
 // EOF, -1 for anything else (an error, a message without a descriptor).
 inline int ReceiveDescriptor(int channel, uint64_t& slot, int& fd) {
-  char control[CMSG_SPACE(sizeof(int))];
-  iovec iov{&slot, sizeof slot};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  DescriptorMessage m(slot);
   for (;;) {
-    const ssize_t n = recvmsg(channel, &msg, MSG_CMSG_CLOEXEC);
+    const ssize_t n = recvmsg(channel, &m.msg, MSG_CMSG_CLOEXEC);
     if (n < 0 && errno == EINTR) continue;
     if (n == 0) return 0;
-    const cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+    const cmsghdr* cmsg = CMSG_FIRSTHDR(&m.msg);
     if (n != static_cast<ssize_t>(sizeof slot) || cmsg == nullptr || cmsg->cmsg_level != SOL_SOCKET ||
         cmsg->cmsg_type != SCM_RIGHTS) {
       return -1;
