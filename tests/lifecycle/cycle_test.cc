@@ -910,7 +910,11 @@ TEST_F(CycleTest, AFreshTableFaultsEachPageOnceInAThreadAndAReusedOneNone) {
 #else
   constexpr int64_t kShadow = 0;
 #endif
-  auto table = [](int64_t faults) { return faults >= 128 && faults <= 128 + kShadow; };
+  // A thread whose stack glibc did not take from its cache (more threads
+  // alive at once, as under load) may fault one stack page the first time
+  // a phase reaches that deep: the scan's 128 and at most that one.
+  constexpr int64_t kFreshStackPage = 1;
+  auto table = [](int64_t faults) { return faults >= 128 && faults <= 128 + kShadow + kFreshStackPage; };
   for (ThreadMemory memory : {ThreadMemory::kFresh, ThreadMemory::kReuse}) {
     SCOPED_TRACE(ThreadMemoryName(memory));
     CycleOptions o = SmallOptions(Mode::kThread, Layout::kArray, 15);
