@@ -31,6 +31,16 @@ constexpr std::array<Enum, N> ValuesOf(const NamedValue<Enum> (&table)[N]) {
   return values;
 }
 
+// Whether `table` lists its enum's values 0, 1, 2, ... in order, each once:
+// what a table indexed by the enum needs (static_assert it beside the table).
+template <typename Enum, size_t N>
+constexpr bool InEnumOrder(const NamedValue<Enum> (&table)[N]) {
+  for (size_t i = 0; i < N; ++i) {
+    if (static_cast<size_t>(table[i].value) != i) return false;
+  }
+  return true;
+}
+
 // The name of `value` in `table`; "?" for a value the table lacks (a bug).
 template <typename Enum, size_t N>
 constexpr std::string_view NameOf(Enum value, const NamedValue<Enum> (&table)[N]) {

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -161,28 +162,52 @@ std::optional<ProcessMemory> MedianProcessMemory(std::span<const pid_t> pids) {
   return MedianMemory(each);
 }
 
+std::optional<ProcStat> ReadProcStat(pid_t pid) {
+  const int fd = open(absl::StrCat("/proc/", pid, "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char buf[2048];
+  ssize_t n;
+  do {
+    n = read(fd, buf, sizeof buf - 1);
+  } while (n < 0 && errno == EINTR);
+  close(fd);
+  if (n <= 0) return std::nullopt;
+  buf[n] = '\0';
+  // The fields after the comm, which may hold spaces and parentheses: state
+  // ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime
+  // stime cutime cstime priority nice num_threads itrealvalue starttime.
+  const char* after = std::strrchr(buf, ')');
+  if (after == nullptr) return std::nullopt;
+  ProcStat s;
+  s.entry.pid = pid;
+  int ppid = 0, pgrp = 0;
+  long long v[9];
+  if (std::sscanf(after + 1, " %c %d %d %*d %*d %*d %*u %lld %lld %lld %lld %lld %lld %lld %lld %*d %*d %*d %*d %lld",
+                  &s.entry.state, &ppid, &pgrp, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8]) != 12) {
+    return std::nullopt;
+  }
+  s.entry.ppid = ppid;
+  s.entry.pgrp = pgrp;
+  s.minor_faults = v[0];
+  s.children_minor_faults = v[1];
+  s.major_faults = v[2];
+  s.children_major_faults = v[3];
+  s.user_ticks = v[4];
+  s.system_ticks = v[5];
+  s.children_user_ticks = v[6];
+  s.children_system_ticks = v[7];
+  s.start_time = v[8];
+  return s;
+}
+
 std::vector<ProcessEntry> ProcessTable() {
   std::vector<ProcessEntry> all;
   DIR* dir = opendir("/proc");
   if (dir == nullptr) return all;
   while (const dirent* e = readdir(dir)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    const int fd = open(absl::StrCat("/proc/", e->d_name, "/stat").c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    char buf[512];
-    const ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) continue;
-    buf[n] = '\0';
-    // After the comm, which may hold spaces and parentheses.
-    const char* after = std::strrchr(buf, ')');
-    ProcessEntry p;
-    p.pid = static_cast<pid_t>(std::atoi(e->d_name));
-    int ppid = 0, pgrp = 0;
-    if (after != nullptr && std::sscanf(after + 1, " %c %d %d", &p.state, &ppid, &pgrp) == 3) {
-      p.ppid = ppid;
-      p.pgrp = pgrp;
-      all.push_back(p);
+    if (const std::optional<ProcStat> s = ReadProcStat(static_cast<pid_t>(std::atoi(e->d_name)))) {
+      all.push_back(s->entry);
     }
   }
   closedir(dir);

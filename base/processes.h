@@ -25,8 +25,13 @@ namespace backendlab {
 // measures it: ProcessMemory).
 inline constexpr int64_t kHeldBackendBytes = 4LL << 20;
 
+// The most connections a loop keeps in flight, mock or real: each a backend
+// (a real server's max_connections is set above it) and a client socket in
+// the tool.
+inline constexpr int kMaxClients = 1024;
+
 struct HostNeeds {
-  std::string what;         // the flag asking, for the message: "--hold=4096"
+  std::string what;         // what asks, for the message: "holding 4096 connections"
   int64_t descriptors = 0;  // open at once in this process
   int64_t processes = 0;    // more than now, of the user `uid`
   uid_t uid = 0;            // whose processes (RLIMIT_NPROC counts a user's)
@@ -69,6 +74,21 @@ struct ProcessEntry {
   pid_t ppid = 0;
   pid_t pgrp = 0;
 };
+
+// A process's /proc/PID/stat (proc(5)): the one place it is read and
+// parsed. Faults are counts; times are clock ticks (sysconf(_SC_CLK_TCK)),
+// the children's those of the children it reaped; start_time is in ticks
+// since boot, which with the pid names a process no later one can.
+struct ProcStat {
+  ProcessEntry entry;
+  int64_t minor_faults = 0, children_minor_faults = 0;
+  int64_t major_faults = 0, children_major_faults = 0;
+  int64_t user_ticks = 0, system_ticks = 0;
+  int64_t children_user_ticks = 0, children_system_ticks = 0;
+  int64_t start_time = 0;
+};
+// None when the process is gone or its file cannot be read or parsed.
+std::optional<ProcStat> ReadProcStat(pid_t pid);
 // Every process on the host, one read() of /proc/PID/stat each: thousands
 // in a few milliseconds. A process that ends meanwhile is left out.
 std::vector<ProcessEntry> ProcessTable();

@@ -17,7 +17,7 @@ ServerStats ComputeServerStats(const MeasuredRounds& row, const MeasuredRounds* 
       !postmaster.empty() && std::all_of(postmaster.begin(), postmaster.end(), [](double v) { return v > 0; });
   if (s.has_postmaster_cpu) {
     std::vector<double> ceilings;
-    for (double us : postmaster) ceilings.push_back(1e6 / us);
+    for (double us : postmaster) ceilings.push_back(CeilingOf(us));
     s.postmaster_cpu_us = MedianWithInterval(postmaster);
     s.ceiling = MedianWithInterval(ceilings);
   }

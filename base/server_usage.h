@@ -63,6 +63,17 @@ struct ServerUsage {
   }
 };
 
+// `total` over `connections`, times `scale`; -1 where the total was not
+// counted (negative) or nothing was served.
+inline double PerConnectionValue(int64_t total, int64_t connections, double scale = 1) {
+  return total < 0 || connections <= 0 ? -1.0 : static_cast<double>(total) * scale / static_cast<double>(connections);
+}
+
+// The ceiling a postmaster sets: one CPU-second over its own CPU per
+// connection (us), the conn/s it could serve on one core doing nothing
+// else; 0 where its CPU was not counted.
+inline double CeilingOf(double postmaster_cpu_us) { return postmaster_cpu_us > 0 ? 1e6 / postmaster_cpu_us : 0; }
+
 // A ServerUsage divided by its connections; -1 stays -1 (not counted).
 struct PerConnection {
   double cpu_us = 0;

@@ -23,6 +23,7 @@
 #include "calibrate/internal/fit.h"
 #include "lifecycle/cycle.h"
 #include "pgreal/pg_run.h"
+#include "pgreal/pg_servers.h"
 #include "profiling/perf_events.h"
 #include "profiling/perf_record.h"
 
@@ -128,14 +129,9 @@ void WeighTotals(std::span<const ServerUsage> rounds, const std::vector<double>&
 
 namespace internal {
 
-// A real server's phase words (pgreal/phase_rules.h) by group; the words
-// not listed (postmaster_other, aux, unclaimed) are in no group.
 std::optional<Group> GroupOfRealPhase(std::string_view phase) {
-  if (phase == "accept" || phase == "fork" || phase == "startup" || phase == "auth" || phase == "init") return Group::kStartup;
-  if (phase == "work") return Group::kWork;
-  if (phase == "exit") return Group::kExit;
-  if (phase == "teardown" || phase == "reap") return Group::kKernelTeardown;
-  return std::nullopt;
+  const absl::StatusOr<pgreal::RealPhase> p = ParseName(phase, pgreal::kRealPhaseNames, "phase");
+  return p.ok() ? GroupOf(*p) : std::nullopt;
 }
 
 void Shares(Weighing& w) {
@@ -166,21 +162,13 @@ Weighing RealWeighing(std::span<const ServerUsage> rounds, const std::vector<dou
 
 Weighing MockWeighing(const lifecycle::CycleResult& r, std::span<const ServerUsage> rounds,
                       const std::vector<double>& rates, std::span<const std::string> kinds) {
-  using lifecycle::Phase;
   Weighing w;
   WeighTotals(rounds, rates, kinds, w);
-  auto phase = [&](Phase p) { return r.backends.phases[static_cast<size_t>(p)].cpu_ns.mean() / 1e3; };
-  w.group_cpu_us[Index(Group::kStartup)] =
-      phase(Phase::kFork) + phase(Phase::kInitBuffers) + phase(Phase::kInitCatcache) + phase(Phase::kInitOther);
-  w.group_cpu_us[Index(Group::kWork)] = phase(Phase::kWork);
-  w.group_cpu_us[Index(Group::kExit)] = phase(Phase::kExitCheck) + phase(Phase::kTeardown);
-  w.group_cpu_us[Index(Group::kKernelTeardown)] = phase(Phase::kReap);
-  auto faults = [&](Phase p) { return r.backends.phases[static_cast<size_t>(p)].minor_faults.mean(); };
-  w.group_minor_faults[Index(Group::kStartup)] =
-      faults(Phase::kFork) + faults(Phase::kInitBuffers) + faults(Phase::kInitCatcache) + faults(Phase::kInitOther);
-  w.group_minor_faults[Index(Group::kWork)] = faults(Phase::kWork);
-  w.group_minor_faults[Index(Group::kExit)] = faults(Phase::kExitCheck) + faults(Phase::kTeardown);
-  w.group_minor_faults[Index(Group::kKernelTeardown)] = faults(Phase::kReap);
+  for (const MockPhaseGroup& row : kMockPhaseGroups) {
+    const lifecycle::PhaseHistograms& phase = r.backends.phases[static_cast<size_t>(row.phase)];
+    w.group_cpu_us[Index(row.group)] += phase.cpu_ns.mean() / 1e3;
+    w.group_minor_faults[Index(row.group)] += phase.minor_faults.mean();
+  }
   Shares(w);
   return w;
 }
@@ -297,35 +285,37 @@ absl::StatusOr<std::vector<std::string>> MappedLibraries(int pid) {
   return libs;
 }
 
-absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
-  if (o.connections < 10 || o.connections > 1'000'000) return absl::InvalidArgumentError("--connections must be 10..10^6");
-  if (o.rounds < 1 || o.rounds > 100) return absl::InvalidArgumentError("--rounds must be 1..100");
-  if (o.iterations < 1 || o.iterations > 20) return absl::InvalidArgumentError("--iterations must be 1..20");
+namespace {
+
+absl::Status CheckOptions(const CalibrationOptions& o) {
+  if (o.connections < 10 || o.connections > 1'000'000) return absl::InvalidArgumentError("`connections` must be 10..10^6");
+  if (o.rounds < 1 || o.rounds > 100) return absl::InvalidArgumentError("`rounds` must be 1..100");
+  if (o.fit_rounds < 1 || o.fit_rounds > 100) return absl::InvalidArgumentError("`fit_rounds` must be 1..100");
+  if (o.iterations < 1 || o.iterations > 20) return absl::InvalidArgumentError("`iterations` must be 1..20");
   if (o.saturation_clients < 0 || o.saturation_clients == 1 ||
-      o.saturation_clients > std::min<int64_t>(o.connections, pgreal::kMaxClients)) {
+      o.saturation_clients > std::min<int64_t>(o.connections, kMaxClients)) {
     return absl::InvalidArgumentError(absl::StrCat("the saturation check's clients must be 2 .. min(connections, ",
-                                                   pgreal::kMaxClients, "), or 0 for none"));
+                                                   kMaxClients, "), or 0 for none"));
   }
   if (o.fit_shared_buffers < (int64_t{1} << 20)) return absl::InvalidArgumentError("the fit's shared_buffers must be at least 1MB");
   if (absl::Status s = profiling::SystemWideRecordingAvailable(); !s.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("calibrate needs perf for the real server's phases: ", s.message()));
   }
-  InstallStopHandlers();
-  auto say = [&](const std::string& line) {
-    if (o.progress) o.progress(line);
-  };
-  const bool count_kinds = profiling::PerfEventAvailability(profiling::PerfEvent::kSyscalls).ok();
-  std::vector<std::string> kinds;
-  if (count_kinds) {
-    for (std::string_view k : kCountedSyscalls) {
-      if (profiling::HasSyscallTracepoint(k)) kinds.emplace_back(k);
-    }
-  }
+  return absl::OkStatus();
+}
 
-  // The real server: one per size, measured once each at one client and
-  // profiled (the targets of the fit), kept running for the side-by-side,
-  // where the fit's size also runs at saturation.
+// The real server's rows: one per size at one client (the fit's and the
+// check's), and the fit's size at saturation; pg.size() where absent.
+struct RealRows {
+  size_t fit = 0, check = 0, saturated = 0;
+  std::vector<size_t> one_client;  // fit, then check
+};
+
+// The real server: one per size, kept running from the fit to the
+// side-by-side, where the fit's size also runs at saturation.
+absl::StatusOr<std::unique_ptr<pgreal::PgServers>> StartReal(const CalibrationOptions& o,
+                                                            const std::vector<std::string>& kinds, RealRows& rows) {
   pgreal::PgRunOptions real;
   real.installations = {o.installation};
   real.shared_buffers = {o.fit_shared_buffers};
@@ -341,44 +331,27 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
   // As `pg` runs its servers (the most clients + 5): a backend's start-up
   // walks arrays sized by max_connections, so the target is pg's server's.
   real.server.max_connections = real.clients.back() + 5;
-  say("calibrate: starting the real server");
   absl::StatusOr<std::unique_ptr<pgreal::PgServers>> servers = pgreal::PgServers::Start(real);
   if (!servers.ok()) return servers.status();
-  pgreal::PgServers& pg = **servers;
-  // A target per size and clients entry.
-  auto target_at = [&](int64_t size, int clients) {
+  const pgreal::PgServers& pg = **servers;
+  auto row_at = [&](int64_t size, int clients) {
     for (size_t i = 0; i < pg.size(); ++i) {
-      if (pg.target(i).shared_buffers_bytes == size && pg.target(i).clients == clients) return i;
+      if (pg.target(i).key.shared_buffers_bytes == size && pg.target(i).key.clients == clients) return i;
     }
     return pg.size();
   };
-  const size_t fit = target_at(o.fit_shared_buffers, 1);
-  const size_t check = o.check_shared_buffers > 0 ? target_at(o.check_shared_buffers, 1) : pg.size();
-  const size_t saturated = o.saturation_clients > 0 ? target_at(o.fit_shared_buffers, o.saturation_clients) : pg.size();
-  std::vector<size_t> one_client = {fit};
-  if (check < pg.size()) one_client.push_back(check);
-  for (size_t i : one_client) {
-    say(absl::StrCat("calibrate: measuring ", pg.target(i).label));
-    if (absl::Status s = pg.Measure(i); !s.ok()) return s;
-  }
-  say("calibrate: profiling the real server (perf record)");
-  if (absl::Status s = pg.Profile(/*only_clients=*/1); !s.ok()) return s;
-  for (size_t i : one_client) {
-    if (pg.target(i).profiles.empty()) return absl::InternalError(absl::StrCat(pg.target(i).label, ": no profile was recorded"));
-  }
-  const Weighing real_target = RealFrom(pg.target(fit), 0);
+  rows.fit = row_at(o.fit_shared_buffers, 1);
+  rows.check = o.check_shared_buffers > 0 ? row_at(o.check_shared_buffers, 1) : pg.size();
+  rows.saturated = o.saturation_clients > 0 ? row_at(o.fit_shared_buffers, o.saturation_clients) : pg.size();
+  rows.one_client = {rows.fit};
+  if (rows.check < pg.size()) rows.one_client.push_back(rows.check);
+  return servers;
+}
 
-  CalibrationResult result;
-  result.server_label = absl::StrCat(pg.target(fit).installation.major, "/",
-                                     buffers::FormatSize(static_cast<uint64_t>(o.fit_shared_buffers)));
-  result.server_version = pg.target(fit).installation.version;
-  result.server_build = pg.target(fit).installation.build;
-
-  // The starting weight: what can be read off the real server.
+// What can be read off the real server: its libraries, its cancel key's
+// random bytes, its relcache init files; the exit path libc's exit.
+void StartingWeight(pgreal::PgServers& pg, size_t fit, CalibrationResult& result) {
   lifecycle::BackendWeight& w = result.weight;
-  absl::StatusOr<std::vector<std::string>> libs = MappedLibraries(pg.postmaster_pid(fit));
-  if (!libs.ok()) return libs.status();
-  w.libraries = *libs;
   const bool has_crypto =
       std::any_of(w.libraries.begin(), w.libraries.end(), [](const std::string& l) { return l.find("libcrypto") != std::string::npos; });
   // PostgreSQL draws each backend's cancel key (4 bytes through 17) with
@@ -392,84 +365,86 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
   }
   w.exit_path = lifecycle::ExitPath::kExit;
   w.startup.read_file_bytes = RelcacheInitBytes(pg.data_directory(fit));
+}
 
-  // The mock unweighted, then weighed `iterations` times.
-  struct MockRun {
-    int64_t size;
-    int clients;
-    std::optional<lifecycle::BackendWeight> weight;
-    lifecycle::CycleResult total;
-    std::vector<ServerUsage> rounds;
-    std::vector<double> rates;
-    Weighing Weigh(std::span<const std::string> kinds) const { return MockWeighing(total, rounds, rates, kinds); }
-  };
-  auto run_mock = [&](MockRun& m) -> absl::Status {
-    absl::StatusOr<lifecycle::CycleResult> r = lifecycle::RunCycle(MockOptions(o, m.size, m.clients, m.weight, kinds));
-    if (!r.ok()) return r.status();
-    if (r->interrupted) return StoppedStatus();
-    const double wall = static_cast<double>(std::max<int64_t>(r->wall_ns, 1));
-    m.rates.push_back(static_cast<double>(r->connections) * 1e9 / wall);
-    m.rounds.push_back(r->server);
-    lifecycle::MergeRound(*r, m.total);
-    return absl::OkStatus();
-  };
-  {
-    MockRun unweighted{o.fit_shared_buffers, 1, std::nullopt, {}, {}, {}};
-    say("calibrate: the mock, unweighted");
-    if (absl::Status s = run_mock(unweighted); !s.ok()) return s;
-    MockRun starting{o.fit_shared_buffers, 1, w, {}, {}, {}};
-    say("calibrate: the mock with the starting profile");
-    if (absl::Status s = run_mock(starting); !s.ok()) return s;
-    Weighing mock = ChooseExitPath(real_target, starting.Weigh(kinds), unweighted.Weigh(kinds), w, result.notes);
-    for (int i = 0; i < o.iterations; ++i) {
-      Refit(real_target, mock, w, result.notes, i + 1 == o.iterations);
-      MockRun weighed{o.fit_shared_buffers, 1, w, {}, {}, {}};
-      say(absl::StrCat("calibrate: fit ", i + 1, "/", o.iterations));
-      if (absl::Status s = run_mock(weighed); !s.ok()) return s;
-      mock = weighed.Weigh(kinds);
-    }
+// One configuration of the mock and its runs so far.
+struct MockRun {
+  int64_t size;
+  int clients;
+  std::optional<lifecycle::BackendWeight> weight;
+  lifecycle::CycleResult total;
+  std::vector<ServerUsage> rounds;
+  std::vector<double> rates;
+  Weighing Weigh(const std::vector<std::string>& kinds) const { return MockWeighing(total, rounds, rates, kinds); }
+};
+
+absl::Status RunMock(const CalibrationOptions& o, const std::vector<std::string>& kinds, MockRun& m) {
+  absl::StatusOr<lifecycle::CycleResult> r = lifecycle::RunCycle(MockOptions(o, m.size, m.clients, m.weight, kinds));
+  if (!r.ok()) return r.status();
+  if (r->interrupted) return StoppedStatus();
+  const double wall = static_cast<double>(std::max<int64_t>(r->wall_ns, 1));
+  m.rates.push_back(static_cast<double>(r->connections) * 1e9 / wall);
+  m.rounds.push_back(r->server);
+  lifecycle::MergeRound(*r, m.total);
+  return absl::OkStatus();
+}
+
+// The mock unweighted, with the starting weight, then refitted
+// `iterations` times against `real_target`.
+absl::Status FitMock(const CalibrationOptions& o, const std::vector<std::string>& kinds, const Weighing& real_target,
+                     CalibrationResult& result, const std::function<void(const std::string&)>& say) {
+  lifecycle::BackendWeight& w = result.weight;
+  MockRun unweighted{o.fit_shared_buffers, 1, std::nullopt, {}, {}, {}};
+  say("calibrate: the mock, unweighted");
+  if (absl::Status s = RunMock(o, kinds, unweighted); !s.ok()) return s;
+  MockRun starting{o.fit_shared_buffers, 1, w, {}, {}, {}};
+  say("calibrate: the mock with the starting profile");
+  if (absl::Status s = RunMock(o, kinds, starting); !s.ok()) return s;
+  Weighing mock = ChooseExitPath(real_target, starting.Weigh(kinds), unweighted.Weigh(kinds), w, result.notes);
+  for (int i = 0; i < o.iterations; ++i) {
+    Refit(real_target, mock, w, result.notes, i + 1 == o.iterations);
+    MockRun weighed{o.fit_shared_buffers, 1, w, {}, {}, {}};
+    say(absl::StrCat("calibrate: fit ", i + 1, "/", o.iterations));
+    if (absl::Status s = RunMock(o, kinds, weighed); !s.ok()) return s;
+    mock = weighed.Weigh(kinds);
   }
-  w.fitted = {{"server", result.server_label},
-              {"server_version", result.server_version},
-              {"server_build", result.server_build},
-              {"shared_buffers_bytes", o.fit_shared_buffers},
-              {"connections", o.connections},
-              {"iterations", o.iterations},
-              {"real_cpu_us_per_connection", real_target.cpu_us},
-              {"real_minor_faults_per_connection", real_target.minor_faults}};
+  return absl::OkStatus();
+}
 
-  // The side-by-side: real and mock (weighed and not) at the fit's size and
-  // the check's, and both at saturation, in an order shuffled each round.
-  // Each real target's rounds so far (the fit's measurement) are not the
-  // side-by-side's.
-  std::vector<size_t> reals = one_client;
-  if (saturated < pg.size()) reals.push_back(saturated);
+// The side-by-side: real and mock (weighed and not) at the fit's size and
+// the check's, and both at saturation, in an order shuffled each round.
+// Each real row's rounds so far (the fit's measurements) are not the
+// side-by-side's.
+absl::Status SideBySide(const CalibrationOptions& o, const std::vector<std::string>& kinds, pgreal::PgServers& pg,
+                        const RealRows& rows, CalibrationResult& result) {
+  const lifecycle::BackendWeight& w = result.weight;
+  std::vector<size_t> reals = rows.one_client;
+  if (rows.saturated < pg.size()) reals.push_back(rows.saturated);
   std::vector<size_t> first_round;
   for (size_t i = 0; i < pg.size(); ++i) first_round.push_back(pg.target(i).rates.size());
   std::vector<MockRun> mocks = {{o.fit_shared_buffers, 1, w, {}, {}, {}}, {o.fit_shared_buffers, 1, std::nullopt, {}, {}, {}}};
   const size_t mock_check = mocks.size();
-  if (check < pg.size()) mocks.push_back({o.check_shared_buffers, 1, w, {}, {}, {}});
+  if (rows.check < pg.size()) mocks.push_back({o.check_shared_buffers, 1, w, {}, {}, {}});
   const size_t mock_saturated = mocks.size();
-  if (saturated < pg.size()) mocks.push_back({o.fit_shared_buffers, o.saturation_clients, w, {}, {}, {}});
-  say("calibrate: real and mock side by side");
+  if (rows.saturated < pg.size()) mocks.push_back({o.fit_shared_buffers, o.saturation_clients, w, {}, {}, {}});
   absl::Status status = RunInterleaved("calibrate", o.rounds, reals.size() + mocks.size(), [&](size_t i, int64_t) -> absl::Status {
     if (i < reals.size()) return pg.Measure(reals[i]);
-    return run_mock(mocks[i - reals.size()]);
+    return RunMock(o, kinds, mocks[i - reals.size()]);
   });
   if (!status.ok()) return status;
-  result.real_fit = RealFrom(pg.target(fit), first_round[fit]);
+  result.real_fit = RealFrom(pg.target(rows.fit), first_round[rows.fit]);
   result.mock_fit = mocks[0].Weigh(kinds);
   result.mock_unweighted = mocks[1].Weigh(kinds);
   result.fit = AgreementOf(result.mock_fit, result.real_fit);
-  if (check < pg.size()) {
+  if (rows.check < pg.size()) {
     result.checked = true;
-    result.real_check = RealFrom(pg.target(check), first_round[check]);
+    result.real_check = RealFrom(pg.target(rows.check), first_round[rows.check]);
     result.mock_check = mocks[mock_check].Weigh(kinds);
     result.check = AgreementOf(result.mock_check, result.real_check);
   }
-  if (saturated < pg.size()) {
+  if (rows.saturated < pg.size()) {
     result.saturated = true;
-    result.real_saturated = RealFrom(pg.target(saturated), first_round[saturated]);
+    result.real_saturated = RealFrom(pg.target(rows.saturated), first_round[rows.saturated]);
     result.mock_saturated = mocks[mock_saturated].Weigh(kinds);
     // The mock's groups come from its phase counters, the real server's
     // from a profile this check does not take: totals only, on both sides.
@@ -478,8 +453,11 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
     result.mock_saturated.group_minor_faults = {};
     result.saturation = AgreementOf(result.mock_saturated, result.real_saturated);
   }
-  absl::StatusOr<pgreal::PgResult> finished = pg.Finish();
-  if (!finished.ok()) return finished.status();
+  return absl::OkStatus();
+}
+
+// A kind of system call the real backend makes more of than a weight can make.
+void NoteUnmakeableSyscalls(CalibrationResult& result) {
   for (const auto& [kind, n] : result.real_fit.syscalls_by_kind) {
     const bool makeable = std::find(std::begin(lifecycle::kWeightSyscalls), std::end(lifecycle::kWeightSyscalls), kind) !=
                           std::end(lifecycle::kWeightSyscalls);
@@ -489,6 +467,66 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
                                              kind, n, m->second));
     }
   }
+}
+
+}  // namespace
+
+absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
+  if (absl::Status s = CheckOptions(o); !s.ok()) return s;
+  InstallStopHandlers();
+  auto say = [&](const std::string& line) {
+    if (o.progress) o.progress(line);
+  };
+  std::vector<std::string> kinds;
+  if (profiling::PerfEventAvailability(profiling::PerfEvent::kSyscalls).ok()) {
+    for (std::string_view k : kCountedSyscalls) {
+      if (profiling::HasSyscallTracepoint(k)) kinds.emplace_back(k);
+    }
+  }
+  say("calibrate: starting the real server");
+  RealRows rows;
+  absl::StatusOr<std::unique_ptr<pgreal::PgServers>> servers = StartReal(o, kinds, rows);
+  if (!servers.ok()) return servers.status();
+  pgreal::PgServers& pg = **servers;
+  // The fit's targets: `fit_rounds` measurements of each size at one
+  // client, alternating, so that the fit chases no one run's noise; then
+  // one profile of each.
+  for (int64_t round = 0; round < o.fit_rounds; ++round) {
+    for (size_t i : rows.one_client) {
+      say(absl::StrCat("calibrate: measuring ", pg.target(i).label, " (", round + 1, "/", o.fit_rounds, ")"));
+      if (absl::Status s = pg.Measure(i); !s.ok()) return s;
+    }
+  }
+  say("calibrate: profiling the real server (perf record)");
+  if (absl::Status s = pg.Profile(/*only_clients=*/1); !s.ok()) return s;
+  for (size_t i : rows.one_client) {
+    if (pg.target(i).profiles.empty()) return absl::InternalError(absl::StrCat(pg.target(i).label, ": no profile was recorded"));
+  }
+  const Weighing real_target = RealFrom(pg.target(rows.fit), 0);
+
+  CalibrationResult result;
+  result.server_label = pg.target(rows.fit).key.Label({});
+  result.server_version = pg.target(rows.fit).installation.version;
+  result.server_build = pg.target(rows.fit).installation.build;
+  absl::StatusOr<std::vector<std::string>> libs = MappedLibraries(pg.postmaster_pid(rows.fit));
+  if (!libs.ok()) return libs.status();
+  result.weight.libraries = *libs;
+  StartingWeight(pg, rows.fit, result);
+  if (absl::Status s = FitMock(o, kinds, real_target, result, say); !s.ok()) return s;
+  result.weight.fitted = {{"server", result.server_label},
+                          {"server_version", result.server_version},
+                          {"server_build", result.server_build},
+                          {"shared_buffers_bytes", o.fit_shared_buffers},
+                          {"connections", o.connections},
+                          {"fit_rounds", o.fit_rounds},
+                          {"iterations", o.iterations},
+                          {"real_cpu_us_per_connection", real_target.cpu_us},
+                          {"real_minor_faults_per_connection", real_target.minor_faults}};
+  say("calibrate: real and mock side by side");
+  if (absl::Status s = SideBySide(o, kinds, pg, rows, result); !s.ok()) return s;
+  absl::StatusOr<pgreal::PgResult> finished = pg.Finish();
+  if (!finished.ok()) return finished.status();
+  NoteUnmakeableSyscalls(result);
   return result;
 }
 

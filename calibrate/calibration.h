@@ -26,25 +26,12 @@
 #include "base/names.h"
 #include "base/server_usage.h"
 #include "base/statistics.h"
+#include "calibrate/phase_groups.h"
 #include "lifecycle/backend_weight.h"
 #include "pgreal/installation.h"
 
 namespace backendlab::calibrate {
 
-// The four groups a connection's server CPU is compared in. A real server's
-// phases (pgreal/phase_rules.h): start-up = accept, fork, startup, auth,
-// init; work = work; exit = exit (proc_exit and libc's exit handlers);
-// kernel teardown = teardown, reap. The mock's (lifecycle/): start-up =
-// fork, init_buffers, init_catcache, init_other; work = work; exit =
-// exit_check, teardown (libc's exit handlers and the libraries' destructors
-// included, with an `exit` exit path); kernel teardown = reap.
-// What neither has a group for (a real postmaster's other work, unclaimed
-// samples; the mock postmaster's own) is in the totals only.
-enum class Group { kStartup, kWork, kExit, kKernelTeardown };
-inline constexpr NamedValue<Group> kGroupNames[] = {
-    {Group::kStartup, "startup"}, {Group::kWork, "work"}, {Group::kExit, "exit"}, {Group::kKernelTeardown, "kernel_teardown"}};
-inline constexpr auto kAllGroups = ValuesOf(kGroupNames);
-inline constexpr size_t kNumGroups = std::size(kGroupNames);
 
 // One server's figures per connection, as the same run measured them, and
 // the rounds they are over.
@@ -101,6 +88,9 @@ struct CalibrationOptions {
   // SaturationClients, >= 2 x cores), in the side-by-side's rounds, beside
   // one client; checked, not fitted. 0: no check. At most `connections`.
   int saturation_clients = 0;
+  // The real server measured this many times at one client before the
+  // fit, its figures over them all: the fit aims at no single run.
+  int64_t fit_rounds = 3;
   int iterations = 3;         // of the fit
   int perf_frequency_hz = 999;
   std::function<void(const std::string&)> progress;

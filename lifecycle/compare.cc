@@ -7,27 +7,33 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/row_label.h"
 
 namespace backendlab::lifecycle {
 namespace {
 
-bool Matches(const CompareConfig& c, std::span<const std::string> names) {
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (c.names[i] != names[i]) return false;
-  }
-  return true;
-}
-
 bool InMatrix(const CompareMatrix& m, std::span<const std::string> names) {
-  return std::any_of(m.configs.begin(), m.configs.end(), [&](const CompareConfig& c) { return Matches(c, names); });
+  return std::any_of(m.configs.begin(), m.configs.end(), [&](const CompareConfig& c) { return c.key.Named(names); });
 }
 
-bool SamePlace(const CompareConfig& a, const CompareConfig& b) {
-  return a.options.backend.shared_buffers.bytes == b.options.backend.shared_buffers.bytes &&
-         a.options.clients == b.options.clients && a.options.hold == b.options.hold;
+// "[mode ]layout/exit-check[/catcache][/syscache][#2]".
+std::string LabelOf(const CompareKey& k, const CompareShows& shows) {
+  return JoinLabel({{"", shows.modes ? std::string(ModeName(k.mode)) : std::string()},
+                    {shows.modes ? " " : "", k.names[0]},
+                    {"/", k.names[1]},
+                    {"/", shows.catcaches ? k.names[2] : std::string()},
+                    {"/", shows.syscaches ? k.names[3] : std::string()},
+                    {"#", k.aa ? std::string("2") : std::string()}});
 }
 
 }  // namespace
+
+bool CompareKey::Named(std::span<const std::string> prefix) const {
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    if (names[i] != prefix[i]) return false;
+  }
+  return true;
+}
 
 absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec) {
   if (spec.layouts.empty() || spec.exit_checks.empty() || spec.shared_buffers.empty() || spec.catcaches.empty() ||
@@ -51,7 +57,8 @@ absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec) {
     }
   }
 
-  // The named configurations, then a copy of them per shared_buffers and clients.
+  m.shows = {.modes = m.modes.size() > 1, .catcaches = spec.catcaches.size() > 1, .syscaches = spec.syscaches.size() > 1};
+  // The named configurations, then a copy of them per place and mode.
   std::vector<CompareConfig> named;
   for (buffers::Layout layout : spec.layouts) {
     for (buffers::ExitCheckPolicy policy : spec.exit_checks) {
@@ -64,10 +71,8 @@ absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec) {
           b.exit_check = policy;
           b.catcache = strategy;
           b.syscache = syscache;
-          c.names = {std::string(buffers::LayoutName(layout)), std::string(buffers::ExitCheckPolicyName(policy)),
-                     std::string(catcache::BucketStrategyName(strategy)), syscache};
-          c.label = absl::StrCat(c.names[0], "/", c.names[1], spec.catcaches.size() > 1 ? "/" + c.names[2] : "",
-                                 spec.syscaches.size() > 1 ? "/" + c.names[3] : "");
+          c.key.names = {std::string(buffers::LayoutName(layout)), std::string(buffers::ExitCheckPolicyName(policy)),
+                         std::string(catcache::BucketStrategyName(strategy)), syscache};
           named.push_back(std::move(c));
         }
       }
@@ -79,13 +84,17 @@ absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec) {
         for (Mode mode : m.modes) {
           for (const CompareConfig& proto : named) {
             CompareConfig c = proto;
+            c.key.mode = mode;
+            c.key.shared_buffers_bytes = size.bytes;
+            c.key.clients = n;
+            c.key.hold = hold;
             c.options.backend.shared_buffers = size;
             c.options.clients = n;
             c.options.hold = hold;
             c.options.mode = mode;
             c.options.thread_memory = mode == Mode::kThread ? spec.base.thread_memory : ThreadMemory::kFresh;
             c.options.pool = mode == Mode::kPrefork ? spec.base.pool : 0;
-            if (m.modes.size() > 1) c.label = absl::StrCat(std::string(ModeName(mode)), " ", c.label);
+            c.label = LabelOf(c.key, m.shows);
             m.configs.push_back(std::move(c));
           }
         }
@@ -105,44 +114,56 @@ absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec) {
     m.baseline = spec.baseline;
   } else {
     m.baseline = {"array", "always"};  // PostgreSQL 9.0, when the matrix has it
-    if (!InMatrix(m, m.baseline)) m.baseline = {m.configs.front().names[0], m.configs.front().names[1]};
+    if (!InMatrix(m, m.baseline)) m.baseline = {m.configs.front().key.names[0], m.configs.front().key.names[1]};
   }
   m.baseline_label = absl::StrCat(m.modes.size() > 1 ? absl::StrCat(std::string(ModeName(m.modes.front())), " ") : "",
                                   absl::StrJoin(m.baseline, "/"));
   if (spec.aa) {
     std::vector<CompareConfig> with_copies;
     for (CompareConfig& c : m.configs) {
-      const bool own_baseline = Matches(c, m.baseline) && c.options.mode == m.modes.front();
       with_copies.push_back(c);
-      if (!own_baseline) continue;
+      if (BaselineKeyOf(m, c.key)) continue;  // not its own baseline
       CompareConfig copy = c;
-      copy.aa = true;
-      copy.label = c.label + "#2";
+      copy.key.aa = true;
+      copy.label = LabelOf(copy.key, m.shows);
       with_copies.push_back(std::move(copy));
     }
     m.configs = std::move(with_copies);
   }
+  for (size_t i = 0; i < m.configs.size(); ++i) m.index.emplace(m.configs[i].key, i);
   return m;
 }
 
-const CompareConfig* BaselineOf(const CompareMatrix& matrix, const CompareConfig& config) {
-  std::vector<std::string> names(config.names.begin(), config.names.end());
-  // A later mode's row against its own configuration in the first mode.
-  if (config.options.mode == matrix.modes.front()) std::copy(matrix.baseline.begin(), matrix.baseline.end(), names.begin());
-  for (const CompareConfig& b : matrix.configs) {
-    if (b.aa || b.options.mode != matrix.modes.front()) continue;
-    if (SamePlace(b, config) && Matches(b, names)) return &b;
+std::optional<CompareKey> BaselineKeyOf(const CompareMatrix& matrix, const CompareKey& key) {
+  CompareKey b = key;
+  if (key.aa) {
+    b.aa = false;
+  } else if (key.mode != matrix.modes.front()) {
+    b.mode = matrix.modes.front();
+  } else {
+    std::copy(matrix.baseline.begin(), matrix.baseline.end(), b.names.begin());
   }
-  return nullptr;
+  if (b == key) return std::nullopt;
+  return b;
+}
+
+const CompareConfig* Find(const CompareMatrix& matrix, const CompareKey& key) {
+  const auto found = matrix.index.find(key);
+  return found == matrix.index.end() ? nullptr : &matrix.configs[found->second];
+}
+
+const CompareConfig* BaselineOf(const CompareMatrix& matrix, const CompareConfig& config) {
+  const std::optional<CompareKey> b = BaselineKeyOf(matrix, config.key);
+  return b ? Find(matrix, *b) : &config;
 }
 
 const CompareConfig* BaselineAt(const CompareMatrix& matrix, uint64_t shared_buffers_bytes, int clients) {
   for (const CompareConfig& c : matrix.configs) {
-    if (c.aa || c.options.backend.shared_buffers.bytes != shared_buffers_bytes || c.options.clients != clients ||
-        c.options.hold != matrix.holds.front() || c.options.mode != matrix.modes.front()) {
-      continue;
+    const CompareKey& k = c.key;
+    if (!k.aa && k.mode == matrix.modes.front() && k.shared_buffers_bytes == shared_buffers_bytes &&
+        k.clients == clients && k.hold == matrix.holds.front() && k.Named(matrix.baseline)) {
+      return &c;
     }
-    if (Matches(c, matrix.baseline)) return &c;
   }
   return nullptr;
 }
@@ -157,13 +178,11 @@ void AddRound(CompareConfig& c, const CycleResult& round) {
   MergeRound(round, c.merged);
 }
 
-std::string ClientsText(int clients) { return absl::StrCat(clients, clients == 1 ? " client" : " clients"); }
-
 std::string RowName(const CompareMatrix& matrix, const CompareConfig& c) {
-  std::string name = absl::StrCat(c.label, " at ", buffers::FormatSize(c.options.backend.shared_buffers.bytes));
-  if (matrix.clients.size() > 1) absl::StrAppend(&name, ", ", ClientsText(c.options.clients));
-  if (matrix.holds.size() > 1) absl::StrAppend(&name, ", hold ", c.options.hold);
-  return name;
+  return JoinLabel({{"", c.label},
+                    {" at ", buffers::FormatSize(c.key.shared_buffers_bytes)},
+                    {", ", matrix.clients.size() > 1 ? ClientsText(c.key.clients) : std::string()},
+                    {", hold ", matrix.holds.size() > 1 ? absl::StrCat(c.key.hold) : std::string()}});
 }
 
 absl::StatusOr<PreciseRun> RunCompare(CompareMatrix& matrix, const Companions& companions,
@@ -180,7 +199,7 @@ absl::StatusOr<PreciseRun> RunCompare(CompareMatrix& matrix, const Companions& c
     return size * matrix.clients.size() + n;
   };
   std::vector<size_t> groups;
-  for (const CompareConfig& c : matrix.configs) groups.push_back(block_of(c.options.backend.shared_buffers.bytes, c.options.clients));
+  for (const CompareConfig& c : matrix.configs) groups.push_back(block_of(c.key.shared_buffers_bytes, c.key.clients));
   for (size_t i = 0; i < companions.count; ++i) {
     const Companion c = companions.at(i);
     groups.push_back(block_of(c.shared_buffers_bytes, c.clients));
@@ -214,17 +233,12 @@ absl::StatusOr<PreciseRun> RunCompare(CompareMatrix& matrix, const Companions& c
 
 namespace {
 
-// The same configuration (its A/A copy's for a copy) at the same
-// shared_buffers and clients holding the first hold's connections.
+// The same configuration (its A/A copy's for a copy) holding the first
+// hold's connections: its key with the first hold.
 const CompareConfig* FewestHeld(const CompareMatrix& matrix, const CompareConfig& config) {
-  for (const CompareConfig& f : matrix.configs) {
-    if (f.aa == config.aa && f.names == config.names && f.options.mode == config.options.mode && f.options.hold == matrix.holds.front() &&
-        f.options.clients == config.options.clients &&
-        f.options.backend.shared_buffers.bytes == config.options.backend.shared_buffers.bytes) {
-      return &f;
-    }
-  }
-  return nullptr;
+  CompareKey fewest = config.key;
+  fewest.hold = matrix.holds.front();
+  return Find(matrix, fewest);
 }
 
 // The cost and rate of every configuration, then of every companion, alone
@@ -241,15 +255,16 @@ struct ServerRows {
 
 ServerRows ServerRowsOf(const CompareMatrix& matrix, std::span<const Companion> companions) {
   ServerRows rows;
-  auto add = [&](const MeasuredRounds& row, const CompareConfig* baseline, std::vector<ServerStats>& to) {
+  // A row against its baseline; the baseline against itself (SelfRatio).
+  auto add = [&](const MeasuredRounds& row, const CompareConfig* baseline, bool own, std::vector<ServerStats>& to) {
     std::optional<MeasuredRounds> base;
-    if (baseline != nullptr) base = MeasuredRounds{baseline->rates, baseline->server_rounds};
-    to.push_back(ComputeServerStats(row, base ? &*base : nullptr));
+    if (baseline != nullptr && !own) base = MeasuredRounds{baseline->rates, baseline->server_rounds};
+    to.push_back(ComputeServerStats(row, own ? &row : base ? &*base : nullptr));
     rows.widest = std::max(rows.widest, WorstHalfWidth(std::span<const ServerStats>(&to.back(), 1)));
   };
   for (const CompareConfig& c : matrix.configs) {
     const CompareConfig* b = BaselineOf(matrix, c);
-    add({c.rates, c.server_rounds}, b == &c ? nullptr : b, rows.mock);
+    add({c.rates, c.server_rounds}, b, b == &c, rows.mock);
     std::optional<RatioEstimate> cpu, rate;
     if (const CompareConfig* f = FewestHeld(matrix, c); f != nullptr && f != &c) {
       cpu = PairedRatioOfCommonRounds(CpuUsByRound(c.server_rounds), CpuUsByRound(f->server_rounds), Better::kLower);
@@ -264,7 +279,9 @@ ServerRows ServerRowsOf(const CompareMatrix& matrix, std::span<const Companion> 
     rows.cpu_vs_fewest_held.push_back(cpu);
     rows.rate_vs_fewest_held.push_back(rate);
   }
-  for (const Companion& t : companions) add(t.rounds, BaselineAt(matrix, t.shared_buffers_bytes, t.clients), rows.companions);
+  for (const Companion& t : companions) {
+    add(t.rounds, BaselineAt(matrix, t.shared_buffers_bytes, t.clients), false, rows.companions);
+  }
   return rows;
 }
 
@@ -282,7 +299,7 @@ void AaCheck(const CompareMatrix& matrix, CompareStats& stats) {
   };
   std::vector<Pair> family;
   for (const CompareConfig& c : matrix.configs) {
-    const CompareConfig* b = c.aa ? BaselineOf(matrix, c) : nullptr;
+    const CompareConfig* b = c.key.aa ? BaselineOf(matrix, c) : nullptr;
     if (b == nullptr) continue;
     family.push_back({&c, c.rates, b->rates, Better::kHigher});
     family.push_back({&c, CpuUsByRound(c.server_rounds), CpuUsByRound(b->server_rounds), Better::kLower});

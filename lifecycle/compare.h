@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/interleaved.h"
@@ -69,13 +70,42 @@ struct CompareSpec {
   bool aa = false;
 };
 
-struct CompareConfig {
-  CycleOptions options;
+// A row's key: what makes a configuration of the matrix that row. Its
+// label, its JSON identity fields and its baseline (the key with its one
+// change undone) derive from it, as pprof's profile/merge.go keys its
+// entities and Google Benchmark's BenchmarkName::str() joins its fields.
+struct CompareKey {
+  Mode mode = Mode::kFork;
   std::array<std::string, kNamedDimensions> names;  // layout, exit-check, catcache, syscache
-  // "layout/exit-check", then "/catcache" and "/syscache" where the matrix
-  // has more than one of them; "<mode> " first where it has more than one mode.
-  std::string label;
+  // Where it runs: a row is only ever divided by a row at the same place.
+  uint64_t shared_buffers_bytes = 0;
+  int clients = 1;
+  int64_t hold = 0;
   bool aa = false;  // the A/A copy of the baseline
+
+  bool operator==(const CompareKey&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const CompareKey& k) {
+    return H::combine(std::move(h), k.mode, k.names, k.shared_buffers_bytes, k.clients, k.hold, k.aa);
+  }
+  // Whether its names begin with `names` (a baseline's 2 to 4).
+  bool Named(std::span<const std::string> names) const;
+};
+
+// What a matrix's labels show: a dimension with more than one entry.
+struct CompareShows {
+  bool modes = false;
+  bool catcaches = false;
+  bool syscaches = false;
+};
+
+struct CompareConfig {
+  CompareKey key;
+  CycleOptions options;  // the spec's base, with the key's mode, names and place
+  // key.Label: "layout/exit-check", then "/catcache" and "/syscache" where
+  // the matrix has more than one of them; "<mode> " first where it has
+  // more than one mode; "#2" after an A/A copy.
+  std::string label;
   std::vector<double> rates;               // conn/s, one per round
   std::vector<ServerUsage> server_rounds;  // the whole server's usage, one per round
   std::vector<double> exit_check_us;       // the exit check's median wall time, one per round
@@ -87,6 +117,8 @@ struct CompareConfig {
 
 struct CompareMatrix {
   std::vector<CompareConfig> configs;         // shared_buffers-major, then clients, layouts, exit-checks, catcaches, syscaches
+  absl::flat_hash_map<CompareKey, size_t> index;  // a key -> its configuration in `configs`
+  CompareShows shows;
   std::vector<buffers::SharedBuffers> sizes;  // as listed
   std::vector<int> clients;                   // as listed
   std::vector<int64_t> holds;                 // as listed
@@ -100,11 +132,17 @@ struct CompareMatrix {
 // (ValidateCycleOptions), a baseline of the wrong length or not in the matrix.
 absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec);
 
-// The baseline of `config`: the configuration at the same shared_buffers,
-// clients and hold whose names are the baseline's, and `config`'s own where the
-// baseline does not name one (never the A/A copy), in the first mode; for a
-// row of another mode, its own configuration in the first mode. Null if
-// there is none.
+// The key of `config`'s baseline: its key with its one change undone — an
+// A/A copy against its original; a row of a later mode against its own
+// configuration in the first mode; any other row against the
+// configuration at the same place whose names are the baseline's (and the
+// row's own where the baseline does not name one). None for a row that is
+// its own baseline.
+std::optional<CompareKey> BaselineKeyOf(const CompareMatrix& matrix, const CompareKey& key);
+// The configuration of `key`; null if the matrix has none.
+const CompareConfig* Find(const CompareMatrix& matrix, const CompareKey& key);
+// The baseline of `config` (BaselineKeyOf): itself for its own baseline;
+// null if the matrix lacks it.
 const CompareConfig* BaselineOf(const CompareMatrix& matrix, const CompareConfig& config);
 
 // The baseline at `shared_buffers_bytes` and `clients` (and the first
@@ -113,9 +151,6 @@ const CompareConfig* BaselineAt(const CompareMatrix& matrix, uint64_t shared_buf
 
 // One round's run of configuration `c` added to its rounds.
 void AddRound(CompareConfig& c, const CycleResult& round);
-
-// "1 client", "4 clients".
-std::string ClientsText(int clients);
 
 // "hash/always at 128MB", and ", 4 clients" where the matrix has more than
 // one clients entry, ", hold 1024" where it has more than one hold: a

@@ -14,7 +14,7 @@ absl::StatusOr<CompareProfiles> ProfileCompareRows(const CompareMatrix& matrix, 
   const CompareConfig* baseline = nullptr;
   std::vector<const CompareConfig*> others;
   for (const CompareConfig& c : matrix.configs) {
-    if (c.aa || c.options.backend.shared_buffers.bytes != out.shared_buffers_bytes ||
+    if (c.key.aa || c.key.shared_buffers_bytes != out.shared_buffers_bytes ||
         c.options.clients != matrix.clients.front() || c.options.hold != matrix.holds.front()) {
       continue;
     }

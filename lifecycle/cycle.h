@@ -151,8 +151,6 @@ void MergeRound(const CycleResult& round, CycleResult& total);
 // stays for the caller to see (StopSignal()).
 absl::StatusOr<CycleResult> RunCycle(const CycleOptions& options);
 
-// The most connections in flight a cycle takes.
-inline constexpr int kMaxClients = 1024;
 // The most pre-forked backends (--pool).
 inline constexpr int kMaxPool = 1024;
 // The pre-forked backends of `options` (its pool, or hold + clients + 1).

@@ -140,7 +140,7 @@ absl::Status Loop::Step(Client& c) {
     c.connected_ns = NowNs();
     if (options_.query.empty()) return Finish(c);
     if (PQsetnonblocking(c.conn, 1) != 0 || PQsendQuery(c.conn, options_.query.c_str()) == 0) {
-      return absl::InternalError(absl::StrCat("--query: ", OneLine(PQerrorMessage(c.conn))));
+      return absl::InternalError(absl::StrCat("`query`: ", OneLine(PQerrorMessage(c.conn))));
     }
     c.state = Client::State::kQuerying;
     c.wait_for = PQflush(c.conn) == 1 ? POLLOUT : POLLIN;
@@ -148,13 +148,13 @@ absl::Status Loop::Step(Client& c) {
   }
   // Querying: send what is left, then read until the result is complete.
   const int flushed = PQflush(c.conn);
-  if (flushed < 0) return absl::InternalError(absl::StrCat("--query: ", OneLine(PQerrorMessage(c.conn))));
+  if (flushed < 0) return absl::InternalError(absl::StrCat("`query`: ", OneLine(PQerrorMessage(c.conn))));
   if (flushed == 1) {
     c.wait_for = POLLOUT;
     return absl::OkStatus();
   }
   if (PQconsumeInput(c.conn) == 0) {
-    return absl::InternalError(absl::StrCat("--query: ", OneLine(PQerrorMessage(c.conn))));
+    return absl::InternalError(absl::StrCat("`query`: ", OneLine(PQerrorMessage(c.conn))));
   }
   while (PQisBusy(c.conn) == 0) {
     PGresult* r = PQgetResult(c.conn);
@@ -165,7 +165,7 @@ absl::Status Loop::Step(Client& c) {
       error = OneLine(PQresultErrorMessage(r));
     }
     PQclear(r);
-    if (!error.empty()) return absl::InternalError(absl::StrCat("--query failed: ", error));
+    if (!error.empty()) return absl::InternalError(absl::StrCat("`query` failed: ", error));
   }
   c.wait_for = POLLIN;
   return absl::OkStatus();

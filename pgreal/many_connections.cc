@@ -9,15 +9,9 @@
 namespace backendlab::pgreal {
 namespace {
 
-// Rows of one server measured the same way but for `clients` and `hold`.
-bool SameButClientsAndHold(const PgTargetResult& a, const PgTargetResult& b) {
-  return a.installation.bindir == b.installation.bindir && a.shared_buffers_bytes == b.shared_buffers_bytes &&
-         a.via == b.via && a.what_if == b.what_if && a.transport == b.transport;
-}
-
 std::vector<double> PerConnection(const PgTargetResult& t) {
   std::vector<double> v;
-  for (double ms : t.hold_open_ms) v.push_back(ms / static_cast<double>(t.hold));
+  for (double ms : t.hold_open_ms) v.push_back(ms / static_cast<double>(t.key.hold));
   return v;
 }
 
@@ -28,7 +22,7 @@ std::vector<HoldStats> ComputeHoldStats(std::span<const PgTargetResult> targets)
   for (size_t i = 0; i < targets.size(); ++i) {
     const PgTargetResult& t = targets[i];
     HoldStats& h = stats[i];
-    if (t.hold == 0 || t.hold_open_ms.empty() || t.hold_open_ms.size() != t.rates.size()) continue;
+    if (t.key.hold == 0 || t.hold_open_ms.empty() || t.hold_open_ms.size() != t.rates.size()) continue;
     h.held = true;
     h.open_ms = MedianWithInterval(t.hold_open_ms);
     const std::vector<double> per = PerConnection(t);
@@ -36,7 +30,8 @@ std::vector<HoldStats> ComputeHoldStats(std::span<const PgTargetResult> targets)
     h.fewest = i;
     for (size_t j = 0; j < targets.size(); ++j) {
       const PgTargetResult& d = targets[j];
-      if (d.hold > 0 && d.hold < targets[h.fewest].hold && d.clients == t.clients && SameButClientsAndHold(d, t) &&
+      // The same row holding another number of connections: the same key but for its hold.
+      if (d.key.hold > 0 && d.key.hold < targets[h.fewest].key.hold && d.key.WithHold(t.key.hold) == t.key &&
           d.hold_open_ms.size() == d.rates.size()) {
         h.fewest = j;
       }
@@ -76,14 +71,15 @@ SaturationReport ComputeSaturation(std::span<const PgTargetResult> targets, std:
     if (placed[i]) continue;
     SaturationSeries series;
     for (size_t j = i; j < targets.size(); ++j) {
-      if (!placed[j] && targets[j].hold == targets[i].hold && SameButClientsAndHold(targets[i], targets[j])) {
+      // The same row at other clients: the same key but for its clients.
+      if (!placed[j] && targets[j].key.WithClients(targets[i].key.clients) == targets[i].key) {
         series.rows.push_back(j);
         placed[j] = true;
       }
     }
     if (series.rows.size() < 2) continue;
     std::sort(series.rows.begin(), series.rows.end(),
-              [&](size_t a, size_t b) { return targets[a].clients < targets[b].clients; });
+              [&](size_t a, size_t b) { return targets[a].key.clients < targets[b].key.clients; });
     for (size_t k = 1; k < series.rows.size(); ++k) {
       Saturation& s = report.rows[series.rows[k]];
       s.previous = series.rows[k - 1];

@@ -24,12 +24,13 @@
 #include "pgreal/huge_pages.h"
 #include "pgreal/installation.h"
 #include "pgreal/many_connections.h"
+#include "pgreal/pg_stats.h"
 #include "pgreal/pooler.h"
 #include "pgreal/server.h"
 #include "pgreal/server_profile.h"
 #include "pgreal/setup_durations.h"
+#include "pgreal/target_key.h"
 #include "pgreal/what_if.h"
-#include "profiling/folded_diff.h"
 #include "profiling/perf_events.h"
 
 namespace backendlab::pgreal {
@@ -106,31 +107,26 @@ struct PgRunOptions {
   // every measured connection's set-up as the server times it, and whose
   // ratio to the stock row is what that logging costs (pg: on by default).
   bool server_clock = false;
+  // An A/A check: beside each stock server, a second one started from a
+  // copy of the same data directory (key.copy 1, "#2"), with a direct row
+  // per transport, clients and hold, compared with its original: two copies
+  // of one configuration must come out `~`.
+  bool aa = false;
   std::function<void(const std::string&)> progress;
 };
 
 // One server's figures over the rounds.
 struct PgTargetResult {
-  // "15/128MB", "15/128MB via pgbouncer:session", or "conninfo"; with more
-  // than one --clients entry, " 1 client" or " N clients" after it.
-  // With a what-if, " +NAME" after the server's part ("15/128MB +quick-exit");
-  // over TCP, " tcp" or " tcp+ssl" after that; with --hold, " hold N" last.
-  std::string label;
-  std::string series;  // the label without its clients: the same for a row at every --clients entry
-  std::string via;    // "" (direct) or Via::label()
-  std::string what_if;  // "" for the stock server, else WhatIf::name()
-  int clients = 1;    // connections in flight in its loops
-  Transport transport = Transport::kUnix;
-  // Connections held open beside its loops (PgRunOptions::hold), and per
-  // round: the time to open them (ms) and their backends' memory, each
-  // field the median over those backends (base/processes.h; none in a
-  // round where /proc could not be read for every one).
-  int64_t hold = 0;
+  TargetKey key;       // what makes it this row
+  std::string label;   // key.Label(the run's LabelShows)
+  // Per round, with connections held (key.hold): the time to open them (ms)
+  // and their backends' memory, each field the median over those backends
+  // (base/processes.h; none in a round where /proc could not be read for
+  // every one).
   std::vector<double> hold_open_ms;
   std::vector<ProcessMemory> held_memory;
-  Installation installation;
-  int64_t shared_buffers_bytes = 0;  // 0 for --conninfo
-  Settings settings;                 // as passed to the server
+  Installation installation;  // the server's programs, version and build (key.bindir's)
+  Settings settings;          // as passed to the server
   std::string kept_directory;        // with ServerOptions::keep: where the server's directory was left
   std::vector<double> rates;         // conn/s, one per round
   // The client's side, one per round: the tool's CPU per measured
@@ -178,67 +174,9 @@ struct PgTargetResult {
   int64_t setup_missing = 0;
 };
 
-// The server's own clock of a target's connections beside the tool's
-// (ComputeServerClocks).
-struct ServerClock {
-  bool timed = false;  // its server logged its set-up (PgTargetResult::logs_setup)
-  SetupSummary server;  // milliseconds, over the measured connections' lines
-  int64_t lines = 0;
-  int64_t missing = 0;
-  Summary connect_ms;   // the tool's connect latency over the same target's measured connections
-  // With --profile (the first profiler's): the server CPU per connection
-  // the tool attributes to the phases fork, auth (with scram: the server's
-  // authentication spans both) and init, microseconds:
-  // each phase's share of the server's samples times the median server CPU
-  // per connection of the rounds; negative without a profile.
-  double fork_cpu_us = -1;
-  double auth_cpu_us = -1;
-  double init_cpu_us = -1;
-};
-
-// A row's profile against its baseline's (BaselineOf), the same
-// profiler's (ComputeProfileChanges): a what-if against its stock server,
-// a transport against the Unix socket, a hold against the fewest held,
-// another server against the first.
-struct PhaseChange {
-  std::string phase;  // every row of ServerProfile::phases, in order
-  double stock_percent = 0;    // of the server's samples
-  double what_if_percent = 0;
-  // Server CPU per connection the phase is given: its share of the samples
-  // times the row's median server CPU per connection; negative when a row's
-  // CPU was not counted.
-  double stock_us = -1;
-  double what_if_us = -1;
-};
-struct ProfileChange {
-  size_t target = 0;    // the what-if's row
-  size_t baseline = 0;  // its stock row
-  std::string profiler;
-  std::vector<PhaseChange> phases;
-  // The functions that left the profile: on at least kGoneSharePercent of
-  // the stock backends' samples (anywhere on the stack), on none of the
-  // what-if's. The stock's figures, most total samples first.
-  std::vector<profiling::FunctionSamples> gone;
-  // Every stack of both, in server CPU per connection (a sample's share of
-  // the server's samples times the row's median CPU per connection; us):
-  // the differential flame graph, and the functions that grew and shrank
-  // most. Per sample 0 where a row's CPU was not counted.
-  profiling::FoldedDiff diff;
-};
-inline constexpr double kGoneSharePercent = 1.0;
-
-// A row's client side over the rounds, and against its baseline's
-// (BaselineOf), paired within rounds (a baseline's own: SelfRatio).
-struct ClientStats {
-  MedianEstimate cpu_us;
-  MedianEstimate connect_p50_us;
-  std::optional<RatioEstimate> cpu_vs_baseline;      // lower is faster
-  std::optional<RatioEstimate> connect_vs_baseline;  // lower is faster
-};
-std::vector<ClientStats> ComputeClientStats(std::span<const PgTargetResult> targets);
-
 struct PgResult {
   std::vector<PgTargetResult> targets;
+  LabelShows shows;               // what the rows' labels show beside their server
   PreciseRun run;                 // how the rounds ended
   bool compared = false;          // some target has a baseline other than itself: there are ratios
   std::vector<ServerStats> stats;  // RunPg: ComputePgStats of the targets, once the rounds ended
@@ -255,87 +193,14 @@ struct PgResult {
   int64_t huge_pages_added = 0;  // vm.nr_hugepages grown by this much for the run, and put back
 };
 
-// The target each target is compared with, at the same clients: one
-// change at a time. A pooled row's or a what-if's: its stock server's
-// direct row at the same transport and hold (the pooler against no pooler,
-// the change against none); a stock row over another transport: the same
-// server's over the first transport listed (the Unix socket); a stock row
-// holding connections: the same server's holding the first --hold entry's;
-// else the first stock direct row listed at those clients, first
-// transport, first hold (which is its own baseline).
-size_t BaselineOf(std::span<const PgTargetResult> targets, size_t i);
-
-// Every target's rates and CPU per connection over the rounds, with their
-// ratios to BaselineOf, paired within the rounds (base/server_usage.h).
-// Their WorstHalfWidth (base/server_usage.h) is what a precision check asks.
-std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets);
-
-// Each target's server clock beside the tool's; `stats` ComputePgStats's.
-std::vector<ServerClock> ComputeServerClocks(std::span<const PgTargetResult> targets,
-                                             std::span<const ServerStats> stats);
-
-// For every row with a profile whose baseline is another row with one (a
-// what-if, a transport, connections held, another server), and each
-// profiler both were recorded by: what changed, phase by phase, what left,
-// and the difference stack by stack.
-std::vector<ProfileChange> ComputeProfileChanges(std::span<const PgTargetResult> targets,
-                                                 std::span<const ServerStats> stats);
-
 // The servers measured beside another experiment's rounds (`compare
 // --with-pg`): the default installation's (Debian's 15) at each
 // shared_buffers, a target per clients entry (max_connections room for the
 // most), with `loop`'s connections and warm-up, at most `rounds`.
-// InvalidArgument: more than kMaxClients clients. Not found:
-// DefaultInstallation's error.
+// InvalidArgument: no sizes or no clients. Not found: DefaultInstallation's
+// error.
 absl::StatusOr<PgRunOptions> ServersBeside(std::span<const int64_t> shared_buffers, std::span<const int> clients,
                                            const LoopOptions& loop, int64_t rounds);
-
-// "pg15", "pg15 via pgbouncer:session": a server's name beside the mock's
-// designs.
-std::string ServerName(const PgTargetResult& target);
-
-// RunPg's pieces, for a caller that interleaves the servers' rounds with
-// other work (`compare --with-pg`): the servers started (or the existing one
-// named), measured one loop at a time, stopped on every path — by Finish, or
-// by the destructor whatever happened before.
-class PgServers {
- public:
-  // Creates and starts every server: one initdb per installation, copies of
-  // its data directory for the other sizes, then the postmasters. Errors as
-  // RunPg's; nothing is left on any of them.
-  static absl::StatusOr<std::unique_ptr<PgServers>> Start(const PgRunOptions& options);
-  ~PgServers();
-  PgServers(const PgServers&) = delete;
-  PgServers& operator=(const PgServers&) = delete;
-
-  size_t size() const { return result_.targets.size(); }
-  const PgTargetResult& target(size_t i) const { return result_.targets[i]; }
-  const std::vector<PgTargetResult>& targets() const { return result_.targets; }
-  // Target i's postmaster (options.postmaster_pid for --conninfo, 0 if none)
-  // and data directory ("" for --conninfo).
-  pid_t postmaster_pid(size_t i) const;
-  std::string data_directory(size_t i) const;
-  // One measured loop against server i (options.loop), its figures added to
-  // target(i). A server found dead is an error with its log's last lines.
-  absl::Status Measure(size_t i);
-  // --profile's recorded pass of every server (ProfileServer, BuiltinRecording);
-  // with `only_clients` > 0, of the targets with that many clients alone.
-  absl::Status Profile(int only_clients = 0);
-  // Stops every server; the figures, or the first error of a stop.
-  absl::StatusOr<PgResult> Finish();
-
- private:
-  explicit PgServers(const PgRunOptions& options) : options_(options) {}
-  absl::Status StopAll();
-
-  PgRunOptions options_;
-  PgResult result_;
-  std::vector<std::unique_ptr<Server>> servers_;  // empty for --conninfo
-  std::vector<size_t> server_of_;                 // target -> its server in servers_
-  std::vector<std::unique_ptr<Pooler>> poolers_;  // target -> its pooler, null when direct
-  std::vector<int64_t> log_offsets_;              // server -> how far its log has been read
-  std::unique_ptr<HugePageReservation> huge_pages_;
-};
 
 // Start, options.rounds interleaved rounds (base/interleaved.h), --profile's
 // pass, Finish. Bad options are InvalidArgument; a server that cannot start

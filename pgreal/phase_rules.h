@@ -25,6 +25,7 @@
 #ifndef BACKENDLAB_PGREAL_PHASE_RULES_H_
 #define BACKENDLAB_PGREAL_PHASE_RULES_H_
 
+#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
@@ -32,25 +33,42 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "base/names.h"
 
 namespace backendlab::pgreal {
 
-// The phase words, in the order reports list them. Beside the mock's
-// (lifecycle/backend_record.h): `fork` and `work` mean the same; `init` holds
-// what the mock splits into init_buffers and init_catcache, and much more;
-// `exit` holds the mock's exit_check (AtProcExit_Buffers is one of
-// shmem_exit's callbacks) and every other exit handler, PostgreSQL's and
-// libc's; `teardown` is the kernel's do_exit in the backend, which the mock
-// counts in its `reap` (its own `teardown` is the backend's frees, part of
-// `exit` here); `reap` is the postmaster's side. kUnclaimed is not a phase:
-// a sample no rule claims, always reported.
-// `tls` and `scram` are a production connection's (pg --tcp --ssl): the TLS
-// handshake, and the password exchange inside ClientAuthentication; a
-// Unix-socket `trust` connection has neither.
-inline constexpr std::string_view kPhaseNames[] = {
-    "accept", "fork", "startup", "tls", "auth", "scram", "init", "work", "exit", "teardown", "reap", "postmaster_other",
-    "aux"};
+// The phases of a real connection's life, in the order reports list them.
+// Beside the mock's (lifecycle/backend_record.h): `fork` and `work` mean the
+// same; `init` holds what the mock splits into init_buffers and
+// init_catcache, and much more; `exit` holds the mock's exit_check
+// (AtProcExit_Buffers is one of shmem_exit's callbacks) and every other exit
+// handler, PostgreSQL's and libc's, and so the mock's `teardown` (the
+// backend's own frees); `kernel_exit` is the kernel's do_exit in the backend,
+// which the mock counts in its `reap`; `reap` is the postmaster's side.
+// `tls` and `scram` are a production connection's (TCP with TLS and a
+// password): the TLS handshake, and the password exchange inside
+// ClientAuthentication; a Unix-socket `trust` connection has neither.
+// calibrate/phase_groups.h groups each with the mock's: a phase added here
+// does not compile until it has its group there.
+enum class RealPhase : int32_t {
+  kAccept, kFork, kStartup, kTls, kAuth, kScram, kInit, kWork, kExit, kKernelExit, kReap, kPostmasterOther, kAux
+};
+inline constexpr NamedValue<RealPhase> kRealPhaseNames[] = {
+    {RealPhase::kAccept, "accept"}, {RealPhase::kFork, "fork"},   {RealPhase::kStartup, "startup"},
+    {RealPhase::kTls, "tls"},       {RealPhase::kAuth, "auth"},   {RealPhase::kScram, "scram"},
+    {RealPhase::kInit, "init"},     {RealPhase::kWork, "work"},   {RealPhase::kExit, "exit"},
+    {RealPhase::kKernelExit, "kernel_exit"},                      {RealPhase::kReap, "reap"},
+    {RealPhase::kPostmasterOther, "postmaster_other"},            {RealPhase::kAux, "aux"},
+};
+inline constexpr auto kAllRealPhases = ValuesOf(kRealPhaseNames);
+inline constexpr int kNumRealPhases = static_cast<int>(std::size(kAllRealPhases));
+static_assert(kNumRealPhases == static_cast<int>(RealPhase::kAux) + 1 && InEnumOrder(kRealPhaseNames),
+              "kRealPhaseNames lists every RealPhase once, in enum order: phases index arrays");
+inline std::string_view RealPhaseName(RealPhase phase) { return NameOf(phase, kRealPhaseNames); }
+// Not a phase: a sample no rule claims, always reported beside them.
 inline constexpr std::string_view kUnclaimed = "unclaimed";
+// A classification's word: its phase's name, or kUnclaimed.
+inline std::string_view PhaseWord(std::optional<RealPhase> phase) { return phase ? RealPhaseName(*phase) : kUnclaimed; }
 
 // Which processes a rule applies to. A sample's process role is
 // "postmaster", "backend" or an auxiliary process's name (anything else).
@@ -69,7 +87,7 @@ inline constexpr std::string_view kAnyFrame = "*";
 
 struct PhaseRule {
   std::string_view function;  // exact short name as perf prints it (kernel or user), or kAnyFrame
-  std::string_view phase;     // one of kPhaseNames
+  RealPhase phase;
   RuleScope scope = RuleScope::kAny;
   int min_major = 0;   // first PostgreSQL major version it applies to
   int max_major = 99;  // last
@@ -89,14 +107,14 @@ class PhaseClassifier {
   // root and the first frame that has a rule for this role's scope (or
   // kAny) decides — so proc_exit under PostgresMain is `exit`, a page fault
   // under InitPostgres is `init`. Then a kAnyFrame rule of the scope; else
-  // kUnclaimed. `frames_root_first` without the role frame.
-  std::string_view Classify(std::string_view role, std::span<const std::string> frames_root_first) const;
+  // none (kUnclaimed). `frames_root_first` without the role frame.
+  std::optional<RealPhase> Classify(std::string_view role, std::span<const std::string> frames_root_first) const;
 
   int major() const { return major_; }
 
  private:
   struct Match {
-    std::string_view phase[4];  // per RuleScope, "" when none: kAny's rule folded into each
+    std::optional<RealPhase> phase[4];  // per RuleScope, none when no rule: kAny's rule folded into each
   };
   int major_;
   absl::flat_hash_map<std::string_view, Match> by_function_;

@@ -53,7 +53,7 @@ absl::StatusOr<Via> ParseVia(std::string_view text) {
     return via;
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "--via: '", absl::CEscape(std::string(text)), "' is not pgbouncer, pgbouncer:session or pgbouncer:transaction"));
+      "`via`: '", absl::CEscape(std::string(text)), "' is not pgbouncer, pgbouncer:session or pgbouncer:transaction"));
 }
 
 absl::StatusOr<std::vector<Via>> ParseVias(const std::vector<std::string>& texts) {
@@ -62,7 +62,7 @@ absl::StatusOr<std::vector<Via>> ParseVias(const std::vector<std::string>& texts
     absl::StatusOr<Via> via = ParseVia(text);
     if (!via.ok()) return via.status();
     for (const Via& seen : vias) {
-      if (seen.mode == via->mode) return absl::InvalidArgumentError(absl::StrCat("--via: ", via->label(), " given twice"));
+      if (seen.mode == via->mode) return absl::InvalidArgumentError(absl::StrCat("`via`: ", via->label(), " given twice"));
     }
     vias.push_back(*via);
   }
@@ -82,7 +82,7 @@ std::string PoolerSocketDirectorySuffix() {
 absl::StatusOr<std::string> FindPgBouncer(const std::string& path) {
   if (!path.empty()) {
     if (Executable(path)) return path;
-    return absl::InvalidArgumentError(absl::StrCat("--pgbouncer: ", path, " is not an executable file"));
+    return absl::InvalidArgumentError(absl::StrCat("`pgbouncer`: ", path, " is not an executable file"));
   }
   const char* env = getenv("PATH");
   for (absl::string_view dir : absl::StrSplit(env != nullptr ? env : "", ':')) {

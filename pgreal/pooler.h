@@ -24,6 +24,7 @@ enum class PoolMode { kSession, kTransaction };
 struct Via {
   PoolMode mode = PoolMode::kSession;
   std::string label() const;  // "pgbouncer:session"
+  bool operator==(const Via&) const = default;
 };
 
 // "pgbouncer" (session), "pgbouncer:session", "pgbouncer:transaction";

@@ -51,18 +51,18 @@ struct OwnedSetting {
 };
 constexpr OwnedSetting kOwned[] = {
     {"port", "a free port"},
-    {"listen_addresses", "a private socket directory; --tcp for a TCP listener on 127.0.0.1"},
+    {"listen_addresses", "a private socket directory; `tcp` for a TCP listener on 127.0.0.1"},
     {"unix_socket_directories", "a private socket directory"},
     {"unix_socket_permissions", "a private socket directory"},
     {"data_directory", "a private data directory"},
     {"hba_file", "a private data directory"},
     {"ident_file", "a private data directory"},
     {"config_file", "a private data directory"},
-    {"shared_buffers", "--shared-buffers, which each row is labelled by"},
-    {"max_connections", "--clients and --hold (max_connections is the most held + the most clients + 5)"},
-    {"ssl", "--ssl=on, with --tcp (a row of its own beside the Unix socket's and plain TCP's)"},
-    {"ssl_cert_file", "--ssl=on, which makes a throw-away certificate"},
-    {"ssl_key_file", "--ssl=on, which makes a throw-away key"},
+    {"shared_buffers", "`shared_buffers`, which each row is labelled by"},
+    {"max_connections", "`clients` and `hold` (max_connections is the most held + the most clients + 5)"},
+    {"ssl", "`ssl`=on, with `tcp` (a row of its own beside the Unix socket's and plain TCP's)"},
+    {"ssl_cert_file", "`ssl`=on, which makes a throw-away certificate"},
+    {"ssl_key_file", "`ssl`=on, which makes a throw-away key"},
 };
 
 // The longest name PostgreSQL gives a socket in its directory: /.s.PGSQL.PORT.
@@ -151,16 +151,16 @@ Settings MeasurementSettings(const ServerOptions& options) {
 absl::Status ValidateOverride(const std::string& name, const std::string& value) {
   if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") !=
                           std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("--set: '", name, "' is not a setting name"));
+    return absl::InvalidArgumentError(absl::StrCat("`set`: '", name, "' is not a setting name"));
   }
   for (const OwnedSetting& owned : kOwned) {
     if (absl::AsciiStrToLower(name) == owned.name) {
-      return absl::InvalidArgumentError(absl::StrCat("--set: ", owned.name, " is set by the tool: ", owned.instead));
+      return absl::InvalidArgumentError(absl::StrCat("`set`: ", owned.name, " is set by the tool: ", owned.instead));
     }
   }
   for (const char c : value) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      return absl::InvalidArgumentError(absl::StrCat("--set: the value of ", name, " holds a control character"));
+      return absl::InvalidArgumentError(absl::StrCat("`set`: the value of ", name, " holds a control character"));
     }
   }
   return absl::OkStatus();
@@ -213,7 +213,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   if (user && !internal::RunToEnd({"/usr/bin/test", "-w", dir, "-a", "-x", dir}, as_user).ok()) {
     if (StopRequested()) return StoppedStatus();
     return absl::InvalidArgumentError(
-        absl::StrCat("user ", user->name, " (the server's: --run-as) cannot enter ", dir,
+        absl::StrCat("user ", user->name, " (the server's: `run_as`) cannot enter ", dir,
                      ": a parent directory is closed to it; set TMPDIR to a directory it can reach, e.g. /tmp"));
   }
 
@@ -327,7 +327,7 @@ absl::StatusOr<int64_t> Server::HugePagesNeeded() {
   if (!pages.ok()) return pages.status();
   if (*pages <= 0) {
     return absl::FailedPreconditionError(
-        "--what-if=huge-pages: the server says it cannot use huge pages here (shared_memory_size_in_huge_pages is -1)");
+        "`what_if`=huge-pages: the server says it cannot use huge pages here (shared_memory_size_in_huge_pages is -1)");
   }
   return *pages;
 }
@@ -368,7 +368,7 @@ absl::Status Server::Launch() {
       const size_t slash = options.preload.rfind('/');
       absl::StatusOr<std::string> copy = CopyIntoDirectory(
           options.preload, absl::StrCat("what-if-", options.preload.substr(slash == std::string::npos ? 0 : slash + 1)),
-          absl::StrCat("--what-if=", options.what_if));
+          absl::StrCat("`what_if`=", options.what_if));
       if (!copy.ok()) return copy.status();
       preload_copy_ = *copy;
     }
@@ -426,7 +426,7 @@ absl::Status Server::Launch() {
     const std::string tail = LogTail();
     (void)Stop();
     return absl::InternalError(
-        absl::StrCat("the built-in sampler did not start in the server (--profile=builtin); its log ends:", tail));
+        absl::StrCat("the built-in sampler did not start in the server (`profile`=builtin); its log ends:", tail));
   }
   if (absl::Status s = CheckPreloaded(); !s.ok()) {
     (void)Stop();
@@ -462,7 +462,7 @@ absl::Status Server::CheckPreloaded() {
   std::string line;
   bool mapped = false;
   while (!mapped && std::getline(maps, line)) mapped = line.find(preload_copy_) != std::string::npos;
-  const std::string what = absl::StrCat("--what-if=", options_.what_if);
+  const std::string what = absl::StrCat("`what_if`=", options_.what_if);
   if (!mapped) {
     return absl::InternalError(absl::StrCat(what, ": the library ", options_.preload,
                                             " is not loaded in the postmaster; its log ends:", LogTail()));
@@ -483,7 +483,7 @@ absl::Status Server::PrepareSampler(const std::string& preload, internal::SpawnO
     // A copy the server's user owns, in its private directory: the build
     // tree may be closed to that user, and the copy goes with the directory.
     absl::StatusOr<std::string> copy = CopyIntoDirectory(profiling::SamplerLibraryPath(), "libbackendlab_sampler.so",
-                                                         "--profile=builtin (build the backendlab target)");
+                                                         "`profile`=builtin (build the backendlab target)");
     if (!copy.ok()) return copy.status();
     sampler_library_ = *copy;
   }

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/private_dir.h"
+#include "base/processes.h"
 #include "pgreal/phase_rules.h"
 #include "profiling/perf_record.h"
 #include "profiling/perf_script.h"
@@ -49,16 +50,6 @@ std::string RoleFromCmdline(std::string cmdline) {
   return name.empty() ? "aux" : name;
 }
 
-// The parent pid in /proc/PID/stat: the field after the comm's closing ')'.
-int64_t ParentOf(const std::string& stat) {
-  const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream rest(stat.substr(close + 1));
-  std::string state;
-  int64_t ppid = -1;
-  rest >> state >> ppid;
-  return ppid;
-}
 
 // A server's samples, each classified and added to the profile's stacks
 // under its process's role: the one place both profilers' samples become a
@@ -81,13 +72,13 @@ class ProfileBuilder {
     } else if (auto aux = aux_roles_.find(pid); aux != aux_roles_.end()) {
       role = aux->second;
     }
-    const std::string_view phase = classifier_.Classify(role, frames);
+    const std::optional<RealPhase> classified = classifier_.Classify(role, frames);
+    const std::string_view phase = PhaseWord(classified);
     ++counts_[phase];
     if (time_ns >= 0) {
-      const auto* at = std::find(std::begin(kPhaseNames), std::end(kPhaseNames), phase);
-      profile_.timeline.push_back({pid, time_ns, static_cast<int32_t>(at - std::begin(kPhaseNames))});
+      profile_.timeline.push_back({pid, time_ns, classified ? static_cast<int32_t>(*classified) : kNumRealPhases});
     }
-    if (phase == kUnclaimed &&
+    if (!classified &&
         std::any_of(frames.begin(), frames.end(), [](const std::string& f) { return f.starts_with('['); })) {
       ++profile_.unclaimed_unnamed_samples;
     }
@@ -107,7 +98,9 @@ class ProfileBuilder {
   }
 
   ServerProfile Finish() {
-    for (std::string_view phase : kPhaseNames) profile_.phases.push_back({std::string(phase), counts_[phase]});
+    for (const NamedValue<RealPhase>& phase : kRealPhaseNames) {
+      profile_.phases.push_back({std::string(phase.name), counts_[phase.name]});
+    }
     profile_.phases.push_back({std::string(kUnclaimed), counts_[kUnclaimed]});
     profile_.unclaimed_samples = counts_[kUnclaimed];
     profile_.server_samples = profile_.stacks.total_samples();
@@ -128,17 +121,9 @@ class ProfileBuilder {
 
 absl::flat_hash_map<int64_t, std::string> AuxiliaryProcesses(pid_t postmaster) {
   absl::flat_hash_map<int64_t, std::string> roles;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return roles;
-  while (dirent* entry = readdir(proc)) {
-    char* end = nullptr;
-    const long pid = std::strtol(entry->d_name, &end, 10);
-    if (end == entry->d_name || *end != '\0') continue;
-    const std::string base = absl::StrCat("/proc/", pid);
-    if (ParentOf(ReadSmallFile(base + "/stat")) != postmaster) continue;
-    roles[pid] = RoleFromCmdline(ReadSmallFile(base + "/cmdline"));
+  for (pid_t pid : ChildrenOf(postmaster)) {
+    roles[pid] = RoleFromCmdline(ReadSmallFile(absl::StrCat("/proc/", pid, "/cmdline")));
   }
-  closedir(proc);
   return roles;
 }
 
@@ -208,8 +193,7 @@ std::vector<profiling::TraceSpan> TraceSpans(const ServerProfile& profile, int b
       track = tracks.emplace(s.pid, absl::StrCat("backend ", s.pid)).first;
       ++named;
     }
-    const std::string_view phase =
-        s.phase < static_cast<int32_t>(std::size(kPhaseNames)) ? kPhaseNames[s.phase] : kUnclaimed;
+    const std::string_view phase = s.phase < kNumRealPhases ? kRealPhaseNames[s.phase].name : kUnclaimed;
     auto it = open.find(s.pid);
     if (it != open.end()) {
       profiling::TraceSpan& last = spans[it->second];

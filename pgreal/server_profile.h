@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/names.h"
+#include "pgreal/phase_rules.h"
 #include "profiling/exports.h"
 #include "profiling/folded_stacks.h"
 #include "profiling/process_symbolizer.h"
@@ -50,7 +51,7 @@ struct ServerProfileOptions {
 };
 
 struct PhaseSamples {
-  std::string phase;  // a kPhaseNames word, or kUnclaimed
+  std::string phase;  // a RealPhase's name (kRealPhaseNames), or kUnclaimed
   int64_t samples = 0;
 };
 
@@ -69,11 +70,10 @@ struct ServerProfile {
   int64_t kernel_only_samples = 0;
   // The same samples by phase (kUnclaimed included), each under its role.
   std::map<std::string, profiling::FoldedStacks> by_phase;
-  // Every phase word of kPhaseNames in order, then kUnclaimed: always all
-  // rows, zero or not.
+  // Every RealPhase in order, then kUnclaimed: always all rows, zero or not.
   std::vector<PhaseSamples> phases;
   int64_t server_samples = 0;     // == stacks.total_samples()
-  // The row of `phase` (a kPhaseNames word or kUnclaimed) in `phases`; -1
+  // The row of `phase` (a RealPhase's name or kUnclaimed) in `phases`; -1
   // for a word that is neither.
   int64_t SamplesIn(std::string_view phase) const {
     for (const PhaseSamples& p : phases) {
@@ -81,6 +81,7 @@ struct ServerProfile {
     }
     return -1;
   }
+  int64_t SamplesIn(RealPhase phase) const { return SamplesIn(RealPhaseName(phase)); }
   int64_t unclaimed_samples = 0;  // also the kUnclaimed row
   // Of those, the samples with a frame no symbol names ("[postgres]",
   // "[unknown]": a stripped binary's static functions, a library without
@@ -98,7 +99,7 @@ struct ServerProfile {
   int major = 0;
   std::vector<std::string> perf_command;  // perf record's argv
   // perf's samples in time: each one's process, time (ns on perf's clock)
-  // and phase (an index of kPhaseNames, or its size for kUnclaimed), in
+  // and phase (a RealPhase, or kNumRealPhases for kUnclaimed), in
   // the order recorded; empty for the built-in sampler, whose samples carry
   // no time. What TraceSpans draws.
   struct TimedSample {

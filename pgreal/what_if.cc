@@ -1,4 +1,5 @@
-// The what-if names, and what each changes in a server's options.
+// What-ifs by name, and what each changes in a server's options, all read
+// off the one list (pgreal/what_if/what_if_list.h).
 #include "pgreal/what_if.h"
 
 #include <sys/stat.h>
@@ -7,46 +8,29 @@
 #include "absl/strings/str_cat.h"
 
 namespace backendlab::pgreal {
-namespace {
-
-constexpr char kPreloadPrefix[] = "preload:";
-constexpr char kKnown[] = "openssl-no-atexit, quick-exit, huge-pages, preload:PATH, setup-durations";
-
-}  // namespace
 
 std::string WhatIf::name() const {
-  switch (kind) {
-    case WhatIfKind::kOpensslNoAtexit: return "openssl-no-atexit";
-    case WhatIfKind::kQuickExit: return "quick-exit";
-    case WhatIfKind::kHugePages: return "huge-pages";
-    case WhatIfKind::kPreload: return kPreloadPrefix + path;
-    case WhatIfKind::kSetupDurations: return "setup-durations";
-  }
-  return "?";
+  const std::string name = WhatIfRowOf(kind).name;
+  return kind == WhatIfKind::kPreload ? name + path : name;
 }
 
 absl::StatusOr<WhatIf> ParseWhatIf(std::string_view text) {
-  WhatIf w;
-  if (text == "openssl-no-atexit") {
-    w.kind = WhatIfKind::kOpensslNoAtexit;
-  } else if (text == "quick-exit") {
-    w.kind = WhatIfKind::kQuickExit;
-  } else if (text == "huge-pages") {
-    w.kind = WhatIfKind::kHugePages;
-  } else if (text == "setup-durations") {
-    w.kind = WhatIfKind::kSetupDurations;
-  } else if (text.starts_with(kPreloadPrefix)) {
-    w.kind = WhatIfKind::kPreload;
-    w.path = std::string(text.substr(sizeof kPreloadPrefix - 1));
-    struct stat st;
-    if (w.path.empty() || stat(w.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || access(w.path.c_str(), R_OK) != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--what-if=", std::string(text), ": ", w.path.empty() ? "no library named" : "not a readable file"));
+  std::string known;
+  for (const WhatIfRow& row : kWhatIfs) {
+    const std::string_view name = row.name;
+    absl::StrAppend(&known, known.empty() ? "" : ", ", std::string(name), row.kind == WhatIfKind::kPreload ? "PATH" : "");
+    if (row.kind != WhatIfKind::kPreload && text == name) return WhatIf{row.kind, ""};
+    if (row.kind == WhatIfKind::kPreload && text.starts_with(name)) {
+      WhatIf w{row.kind, std::string(text.substr(name.size()))};
+      struct stat st;
+      if (w.path.empty() || stat(w.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || access(w.path.c_str(), R_OK) != 0) {
+        return absl::InvalidArgumentError(absl::StrCat("`what_if`=", std::string(text), ": ",
+                                                       w.path.empty() ? "no library named" : "not a readable file"));
+      }
+      return w;
     }
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat("--what-if: unknown '", std::string(text), "'; known: ", kKnown));
   }
-  return w;
+  return absl::InvalidArgumentError(absl::StrCat("`what_if`: unknown '", std::string(text), "'; known: ", known));
 }
 
 absl::StatusOr<std::vector<WhatIf>> ParseWhatIfs(std::span<const std::string> texts) {
@@ -55,7 +39,7 @@ absl::StatusOr<std::vector<WhatIf>> ParseWhatIfs(std::span<const std::string> te
     absl::StatusOr<WhatIf> w = ParseWhatIf(text);
     if (!w.ok()) return w.status();
     for (const WhatIf& seen : what_ifs) {
-      if (seen.name() == w->name()) return absl::InvalidArgumentError(absl::StrCat("--what-if: ", text, " named twice"));
+      if (seen == *w) return absl::InvalidArgumentError(absl::StrCat("`what_if`: ", text, " named twice"));
     }
     what_ifs.push_back(*std::move(w));
   }
@@ -63,58 +47,27 @@ absl::StatusOr<std::vector<WhatIf>> ParseWhatIfs(std::span<const std::string> te
 }
 
 absl::Status ApplyWhatIf(const WhatIf& what_if, ServerOptions& options) {
+  const WhatIfRow& row = WhatIfRowOf(what_if.kind);
   const int major = options.installation.major;
+  if (major > 0 && major < row.minimum_major) {
+    return absl::InvalidArgumentError(absl::StrCat("`what_if`=", row.name, " needs PostgreSQL ", row.minimum_major,
+                                                   " or later (", row.why_minimum, "); PostgreSQL ", major,
+                                                   " is in the run"));
+  }
   options.what_if = what_if.name();
-  switch (what_if.kind) {
-    case WhatIfKind::kOpensslNoAtexit:
-    case WhatIfKind::kQuickExit:
-      options.preload = WhatIfLibraryPath(what_if.kind);
-      options.preload_applied_line = absl::StrCat("backendlab what-if ", what_if.name(), ": applied");
-      return absl::OkStatus();
-    case WhatIfKind::kPreload:
-      options.preload = what_if.path;
-      return absl::OkStatus();
-    case WhatIfKind::kHugePages:
-      if (major > 0 && major < 15) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--what-if=huge-pages needs PostgreSQL 15 or later (its shared_memory_size_in_huge_pages tells the pages to "
-            "reserve); PostgreSQL ", major, " is in the run"));
-      }
-      options.overrides.emplace_back("huge_pages", "on");
-      return absl::OkStatus();
-    case WhatIfKind::kSetupDurations:
-      if (major > 0 && major < 18) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--what-if=setup-durations needs PostgreSQL 18 or later (log_connections=setup_durations); PostgreSQL ",
-            major, " is in the run"));
-      }
-      options.overrides.emplace_back("log_connections", "setup_durations");
-      return absl::OkStatus();
+  if (what_if.kind == WhatIfKind::kPreload) options.preload = what_if.path;
+  if (*row.library != '\0') {
+    options.preload = WhatIfLibraryPath(what_if.kind);
+    options.preload_applied_line = absl::StrCat(kAppliedLinePrefix, row.name, kAppliedLineWord);
   }
-  return absl::InternalError("unknown what-if");
-}
-
-std::string DescribeWhatIf(std::string_view name) {
-  if (name == "openssl-no-atexit") {
-    return "OpenSSL initialised with OPENSSL_INIT_NO_ATEXIT before the server's main(): no OPENSSL_cleanup at exit";
-  }
-  if (name == "quick-exit") {
-    return "_exit() once PostgreSQL's exit callbacks have run: no atexit handlers, no library destructors";
-  }
-  if (name == "huge-pages") return "huge_pages=on, the huge pages it needs reserved";
-  if (name == "setup-durations") {
-    return "log_connections=setup_durations: the server's own clock, and its ratio what that logging costs";
-  }
-  if (name.starts_with(kPreloadPrefix)) return "the library LD_PRELOADed into the postmaster";
-  return "";
+  if (*row.setting != '\0') options.overrides.emplace_back(row.setting, row.value);
+  return absl::OkStatus();
 }
 
 std::string WhatIfLibraryPath(WhatIfKind kind) {
-  switch (kind) {
-    case WhatIfKind::kOpensslNoAtexit: return BACKENDLAB_OPENSSL_NO_ATEXIT_LIBRARY;
-    case WhatIfKind::kQuickExit: return BACKENDLAB_QUICK_EXIT_LIBRARY;
-    default: return "";
-  }
+  const WhatIfRow& row = WhatIfRowOf(kind);
+  if (*row.library == '\0') return "";
+  return absl::StrCat(BACKENDLAB_WHAT_IF_LIBRARY_DIR, "/libbackendlab_", row.library, ".so");
 }
 
 }  // namespace backendlab::pgreal

@@ -19,6 +19,7 @@
 #include "tools/calibrate_command.h"
 #include "tools/catcache_command.h"
 #include "tools/flags.h"
+#include "tools/compare_command.h"
 #include "tools/cycle_command.h"
 #include "tools/diff_command.h"
 #include "tools/latch_command.h"
@@ -139,12 +140,12 @@ int RunCommand(const Command& c, std::vector<std::string> args) {
     const int signal = backendlab::StopRequested() ? backendlab::StopSignal() : SIGINT;
     const char* abbrev = sigabbrev_np(signal);
     std::cerr << "backendlab " << c.name << ": "
-              << (absl::IsCancelled(status) ? OneLine(std::string(status.message())) : std::string("interrupted: stopped early"))
+              << (absl::IsCancelled(status) ? OneLine(backendlab::tools::InFlagWords(std::string(status.message()))) : std::string("interrupted: stopped early"))
               << " (SIG" << (abbrev != nullptr ? abbrev : "?") << ")\n";
     return backendlab::StopExitCode(signal);
   }
   if (status.ok()) return 0;
-  std::cerr << "backendlab " << c.name << ": " << OneLine(std::string(status.message())) << "\n";
+  std::cerr << "backendlab " << c.name << ": " << OneLine(backendlab::tools::InFlagWords(std::string(status.message()))) << "\n";
   return absl::IsInvalidArgument(status) ? 2 : 1;
 }
 

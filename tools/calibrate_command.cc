@@ -12,6 +12,7 @@
 #include "buffers/shared_buffers.h"
 #include "calibrate/calibration.h"
 #include "base/cpus.h"
+#include "base/processes.h"
 #include "lifecycle/backend_weight.h"
 #include "pgreal/connect_loop.h"
 #include "tools/flags.h"
@@ -19,6 +20,7 @@
 #include "tools/calibrate_report.h"
 #include "tools/html_report.h"
 #include "tools/report.h"
+#include "tools/progress.h"
 
 namespace backendlab::tools {
 namespace {
@@ -32,6 +34,7 @@ constexpr FlagSpec kFlags[] = {
     {"warmup", "20", "connections made first in each run"},
     {"rounds", "10", "interleaved rounds of the side-by-side (3 leave every CPU and conn/s interval too wide to judge a goal)"},
     {"saturation", "auto", "clients in flight of the saturation check, beside one client's (auto: 2 x the CPUs allowed; off: none)"},
+    {"fit-rounds", "3", "measurements of the real server at one client that the fit aims at (their figures together)"},
     {"iterations", "3", "steps of the fit"},
     {"backend-profile", "backendlab-backend-profile.json", "where the fitted profile is written (cycle/compare --backend-profile reads it)"},
     {"json", "", "also write the side-by-side as JSON to this file"},
@@ -71,6 +74,7 @@ absl::StatusOr<calibrate::CalibrationOptions> ParseOptions(const Flags& flags) {
   const IntFlag ints[] = {{"connections", 10, 1'000'000, &o.connections},
                           {"warmup", 0, 10'000, &o.warmup},
                           {"rounds", 1, 100, &o.rounds},
+                          {"fit-rounds", 1, 100, &o.fit_rounds},
                           {"iterations", 1, 20, &iterations}};
   for (const IntFlag& f : ints) {
     absl::StatusOr<int64_t> v = flags.GetInt(f.name, f.min, f.max);
@@ -81,7 +85,7 @@ absl::StatusOr<calibrate::CalibrationOptions> ParseOptions(const Flags& flags) {
   if (flags.Get("saturation") == "auto") {
     o.saturation_clients = SaturationClients();
   } else if (flags.Get("saturation") != "off") {
-    absl::StatusOr<int64_t> clients = flags.GetInt("saturation", 2, pgreal::kMaxClients);
+    absl::StatusOr<int64_t> clients = flags.GetInt("saturation", 2, kMaxClients);
     if (!clients.ok()) return clients.status();
     o.saturation_clients = static_cast<int>(*clients);
   }
@@ -112,11 +116,10 @@ absl::Status RunCalibrateCommand(std::span<const std::string> args, std::ostream
   if (!options.ok()) return options.status();
   if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;
   if (absl::Status s = CheckOutputFile("backend-profile", flags->Get("backend-profile")); !s.ok()) return s;
-  if (isatty(STDERR_FILENO)) {
-    options->progress = [](const std::string& line) { std::fprintf(stderr, "\r%s\033[K", line.c_str()); };
-  }
+  ProgressLine progress;
+  options->progress = progress.Callback();
   absl::StatusOr<calibrate::CalibrationResult> result = calibrate::RunCalibration(*options);
-  if (options->progress) std::fprintf(stderr, "\r\033[K");
+  progress.Clear();
   if (!result.ok()) return result.status();
 
   nlohmann::json header = MachineHeader();
@@ -128,6 +131,7 @@ absl::Status RunCalibrateCommand(std::span<const std::string> args, std::ostream
   header["check_shared_buffers_bytes"] = options->check_shared_buffers;
   header["connections"] = options->connections;
   header["rounds"] = options->rounds;
+  header["fit_rounds"] = options->fit_rounds;
   header["iterations"] = options->iterations;
   header["backend_profile"] = flags->Get("backend-profile");
   header["weight"] = lifecycle::BackendWeightToJson(result->weight);

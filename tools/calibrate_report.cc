@@ -10,6 +10,7 @@
 #include "base/server_usage.h"
 #include "base/statistics.h"
 #include "lifecycle/backend_weight.h"
+#include "tools/server_columns.h"
 
 namespace backendlab::tools {
 namespace {
@@ -39,34 +40,25 @@ Report SideBySide(const calibrate::CalibrationResult& r, int saturation_clients)
                  {"mock_saturated", r.saturated ? ClientsHeading("mock", saturation_clients) : "", 1},
                  {"vs_real_saturated", r.saturated ? "vs real" : "", 2, ColumnKind::kRatio}});
   using Ratio = std::optional<RatioEstimate> Agreement::*;
-  auto empty = [](std::vector<Cell>& row, int n) {
-    for (int i = 0; i < n; ++i) row.push_back(std::monostate{});
-  };
   // `ratio`: the agreement's paired ratio of the figure (none: the figure
   // comes from one profile, no rounds to pair); `goal`: the goals name it.
+  // Each side's columns end in its suffix: the fit's none, "_check",
+  // "_saturated".
   auto ratio_row = [&](const std::string& name, Ratio ratio, bool goal, auto field) {
-    std::vector<Cell> row;
-    row.emplace_back(std::in_place_type<std::string>, name);
-    auto side = [&](const Weighing& real, const Weighing& mock, const Agreement& a, bool with_unweighted, bool with_goal) {
-      row.push_back(field(real));
-      if (with_unweighted) row.push_back(field(r.mock_unweighted));
-      row.push_back(field(mock));
+    Report::Row row = report.NewRow();
+    row.Set("figure", name);
+    auto side = [&](const std::string& suffix, const Weighing& real, const Weighing& mock, const Agreement& a,
+                    bool with_goal) {
+      row.Set("real" + suffix, field(real)).Set("mock" + suffix, field(mock));
       const std::optional<RatioEstimate>& e = ratio != nullptr ? a.*ratio : std::optional<RatioEstimate>();
-      row.push_back(RatioCell(e));
-      if (with_goal) row.emplace_back(std::in_place_type<std::string>, goal && e ? GoalName(calibrate::RatioGoalOf(*e)) : "");
+      row.Set("vs_real" + suffix, RatioCell(e));
+      if (with_goal) row.Set("goal" + suffix, goal && e ? GoalName(calibrate::RatioGoalOf(*e)) : "");
     };
-    side(r.real_fit, r.mock_fit, r.fit, true, true);
-    if (r.checked) {
-      side(r.real_check, r.mock_check, r.check, false, true);
-    } else {
-      empty(row, 4);
-    }
+    row.Set("mock_unweighted", field(r.mock_unweighted));
+    side("", r.real_fit, r.mock_fit, r.fit, true);
+    if (r.checked) side("_check", r.real_check, r.mock_check, r.check, true);
     // Saturation has its totals alone: no groups (no profile of it).
-    if (r.saturated && ratio != nullptr) {
-      side(r.real_saturated, r.mock_saturated, r.saturation, false, false);
-    } else {
-      empty(row, 3);
-    }
+    if (r.saturated && ratio != nullptr) side("_saturated", r.real_saturated, r.mock_saturated, r.saturation, false);
     report.AddRow(std::move(row));
   };
   ratio_row("conn/s", &Agreement::rate, false, [](const Weighing& w) { return w.connections_per_second; });
@@ -80,22 +72,17 @@ Report SideBySide(const calibrate::CalibrationResult& r, int saturation_clients)
   }
   for (Group g : calibrate::kAllGroups) {
     const size_t i = static_cast<size_t>(g);
-    std::vector<Cell> row;
-    row.emplace_back(std::in_place_type<std::string>, absl::StrCat(std::string(NameOf(g, calibrate::kGroupNames)), " share %"));
-    auto side = [&](const Weighing& real, const Weighing& mock, bool with_unweighted) {
-      row.push_back(100 * real.group_share[i]);
-      if (with_unweighted) row.push_back(100 * r.mock_unweighted.group_share[i]);
-      row.push_back(100 * mock.group_share[i]);
-      row.push_back(100 * (mock.group_share[i] - real.group_share[i]));  // points, not a ratio
-      row.emplace_back(std::in_place_type<std::string>, GoalName(calibrate::ShareGoalOf(mock.group_share[i], real.group_share[i])));
+    Report::Row row = report.NewRow();
+    row.Set("figure", absl::StrCat(std::string(NameOf(g, calibrate::kGroupNames)), " share %"))
+        .Set("mock_unweighted", 100 * r.mock_unweighted.group_share[i]);
+    auto side = [&](const std::string& suffix, const Weighing& real, const Weighing& mock) {
+      row.Set("real" + suffix, 100 * real.group_share[i])
+          .Set("mock" + suffix, 100 * mock.group_share[i])
+          .Set("vs_real" + suffix, 100 * (mock.group_share[i] - real.group_share[i]))  // points, not a ratio
+          .Set("goal" + suffix, GoalName(calibrate::ShareGoalOf(mock.group_share[i], real.group_share[i])));
     };
-    side(r.real_fit, r.mock_fit, true);
-    if (r.checked) {
-      side(r.real_check, r.mock_check, false);
-    } else {
-      empty(row, 4);
-    }
-    empty(row, 3);
+    side("", r.real_fit, r.mock_fit);
+    if (r.checked) side("_check", r.real_check, r.mock_check);
     report.AddRow(std::move(row));
   }
   return report;
@@ -109,10 +96,10 @@ nlohmann::json WeighingJson(const Weighing& w) {
   }
   return {{"connections_per_second", w.connections_per_second},
           {"rounds_connections_per_second", w.rates},
-          {"rounds_cpu_us", CpuUsByRound(w.rounds)},
-          {"cpu_us", w.cpu_us},
-          {"minor_faults", w.minor_faults},
-          {"syscalls", w.syscalls < 0 ? nlohmann::json(nullptr) : nlohmann::json(w.syscalls)},
+          {"rounds_server_cpu_us", CpuUsByRound(w.rounds)},
+          {kServerCpuKey, w.cpu_us},
+          {"server_minor_faults", w.minor_faults},
+          {"server_syscalls", w.syscalls < 0 ? nlohmann::json(nullptr) : nlohmann::json(w.syscalls)},
           {"syscalls_by_kind", w.syscalls_by_kind},
           {"groups", groups}};
 }

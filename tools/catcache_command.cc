@@ -78,23 +78,29 @@ Report RowsTable(const std::vector<StartupRow>& rows) {
       {"bss_fallback_arrays", "bss fallbacks"},
   });
   for (const StartupRow& r : rows) {
-    // Cells built in place: GCC 12 warns falsely (maybe-uninitialized) when a
-    // temporary variant holding a string is moved into the vector.
-    std::vector<Cell> row;
-    row.emplace_back(std::in_place_type<std::string>, std::string(catcache::BucketStrategyName(r.catcache)));
-    row.emplace_back(std::in_place_type<std::string>, r.syscache);
-    row.emplace_back(std::in_place_type<std::string>, std::string(catcache::ProcessName(r.process)));
-    for (double v : {r.init_us.median, r.init_us.p10, r.init_us.p90, r.init_cpu_us, r.init_faults, r.queries_us.median,
-                     r.queries_us.p10, r.queries_us.p90, r.queries_faults}) {
-      row.push_back(v);
-    }
-    row.push_back(r.last.rehashes);
-    row.push_back(r.rehash_us);
-    for (int64_t v : {r.last.entries, r.last.hits, r.last.initial_bucket_bytes, r.last.bucket_bytes,
-                      r.last.context_held_bytes, r.last.memset_bytes_init, r.last.kernel_zeroed_bytes_init,
-                      r.last.bss_fallback_arrays}) {
-      row.push_back(v);
-    }
+    Report::Row row = table.NewRow();
+    row.Set("catcache", std::string(catcache::BucketStrategyName(r.catcache)))
+        .Set("syscache", r.syscache)
+        .Set("process", std::string(catcache::ProcessName(r.process)))
+        .Set("init_us", r.init_us.median)
+        .Set("init_us_p10", r.init_us.p10)
+        .Set("init_us_p90", r.init_us.p90)
+        .Set("init_cpu_us", r.init_cpu_us)
+        .Set("init_minor_faults", r.init_faults)
+        .Set("queries_us", r.queries_us.median)
+        .Set("queries_us_p10", r.queries_us.p10)
+        .Set("queries_us_p90", r.queries_us.p90)
+        .Set("queries_minor_faults", r.queries_faults)
+        .Set("rehashes", r.last.rehashes)
+        .Set("rehash_us", r.rehash_us)
+        .Set("entries", r.last.entries)
+        .Set("hits", r.last.hits)
+        .Set("initial_bucket_bytes", r.last.initial_bucket_bytes)
+        .Set("bucket_bytes", r.last.bucket_bytes)
+        .Set("context_held_bytes", r.last.context_held_bytes)
+        .Set("memset_bytes_init", r.last.memset_bytes_init)
+        .Set("kernel_zeroed_bytes_init", r.last.kernel_zeroed_bytes_init)
+        .Set("bss_fallback_arrays", r.last.bss_fallback_arrays);
     table.AddRow(std::move(row));
   }
   return table;

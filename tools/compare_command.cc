@@ -20,13 +20,16 @@
 #include "lifecycle/compare_profiles.h"
 #include "profiling/flame_graph.h"
 #include "pgreal/pg_run.h"
+#include "pgreal/pg_servers.h"
+#include "tools/compare_command.h"
 #include "tools/compare_flags.h"
 #include "tools/compare_report.h"
 #include "tools/html_report.h"
-#include "tools/cycle_command.h"
 #include "tools/cycle_report.h"
 #include "tools/diff_report.h"
 #include "tools/machine_header.h"
+#include "tools/server_columns.h"
+#include "tools/progress.h"
 
 namespace backendlab::tools {
 namespace {
@@ -49,11 +52,10 @@ absl::StatusOr<lifecycle::CompareProfiles> ProfileRows(const lifecycle::CompareM
   lifecycle::CompareProfileOptions options;
   options.connections = connections;
   options.sampler.unwinder = kFramePointers ? profiling::Unwinder::kFramePointers : profiling::Unwinder::kLibunwind;
-  if (isatty(STDERR_FILENO)) {
-    options.progress = [](const std::string& line) { std::fprintf(stderr, "\r%s\033[K", line.c_str()); };
-  }
+  ProgressLine progress;
+  options.progress = progress.Callback();
   absl::StatusOr<lifecycle::CompareProfiles> profiles = lifecycle::ProfileCompareRows(matrix, options);
-  if (options.progress) std::fprintf(stderr, "\r\033[K");
+  progress.Clear();
   if (!profiles.ok() || profiles->interrupted) return profiles;
   out << absl::StrFormat("\nfor the page: each configuration at %s profiled once more after the rounds, %d connections "
                          "(built-in sampler, CPU clock, %d Hz; one run each: no interval):\n",
@@ -95,6 +97,63 @@ void AddProfileFigures(const lifecycle::CompareProfiles& profiles, std::vector<H
   }
 }
 
+// The JSON header: the machine, the run, its baseline and A/A check, what
+// every configuration shares, the real servers' settings.
+nlohmann::json CompareHeader(const CompareRequest& request, const lifecycle::CompareStats& stats, const PreciseRun& run,
+                             absl::Duration statistics_time, std::span<const pgreal::PgTargetResult> targets) {
+  const lifecycle::CompareMatrix& matrix = request.matrix;
+  nlohmann::json header = MachineHeader();
+  header["command"] = "compare";
+  header["rounds"] = stats.rounds;
+  header["seed"] = request.run.seed;
+  header["precision_percent"] = request.precision_percent;
+  header["precise"] = stats.precise;
+  header["worst_half_width_percent"] = 100 * stats.worst_half_width;
+  header["max_time_s"] = absl::ToDoubleSeconds(request.run.precision.max_time);
+  header["elapsed_s"] = absl::ToDoubleSeconds(run.elapsed);
+  header["statistics_s"] = absl::ToDoubleSeconds(statistics_time);
+  header["baseline"] = matrix.baseline_label;
+  {
+    nlohmann::json modes = nlohmann::json::array();
+    for (lifecycle::Mode m : matrix.modes) modes.push_back(lifecycle::ModeName(m));
+    header["modes"] = modes;
+  }
+  header["aa"] = request.aa;
+  if (request.aa) {
+    header["aa_failures"] = stats.aa_failures;
+    header["aa_ratios"] = stats.aa_ratios;
+    header["aa_confidence"] = stats.aa_confidence;
+  }
+  header["shared"] = ConfigJson(request.base);
+  header["shared"]["clients"] = matrix.clients;
+  header["shared"]["holds"] = matrix.holds;
+  if (!targets.empty()) header["pg"] = PgHeader(targets[0]);
+  return header;
+}
+
+// What every configuration shares, its mode or the matrix's modes first.
+std::string EveryConfigurationLine(const CompareRequest& request) {
+  const lifecycle::CompareMatrix& matrix = request.matrix;
+  std::string every = ConfigLine(request.base, /*with_configuration=*/false);
+  if (matrix.modes.size() > 1 || matrix.modes.front() != request.base.mode) {
+    // The line's first words are the mode: the matrix's modes instead.
+    std::vector<std::string> modes;
+    for (lifecycle::Mode m : matrix.modes) modes.emplace_back(lifecycle::ModeName(m));
+    std::vector<std::string> notes;
+    if (std::find(matrix.modes.begin(), matrix.modes.end(), lifecycle::Mode::kThread) != matrix.modes.end()) {
+      notes.push_back(absl::StrCat("thread: ", std::string(lifecycle::ThreadMemoryName(request.base.thread_memory)), " memory"));
+    }
+    if (std::find(matrix.modes.begin(), matrix.modes.end(), lifecycle::Mode::kPrefork) != matrix.modes.end()) {
+      notes.push_back(request.base.pool > 0 ? absl::StrCat("prefork: pool ", request.base.pool)
+                                             : std::string("prefork: pool of clients + 1"));
+    }
+    const std::string thread_memory = notes.empty() ? std::string() : absl::StrCat(" (", absl::StrJoin(notes, "; "), ")");
+    every = absl::StrCat(absl::StrJoin(modes, ", "), matrix.modes.size() > 1 ? " modes" : " mode", thread_memory,
+                         every.substr(every.find(','), std::string::npos));
+  }
+  return every;
+}
+
 }  // namespace
 
 std::string CompareUsage() {
@@ -117,18 +176,17 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;
   lifecycle::CompareMatrix& matrix = request->matrix;
 
+  ProgressLine progress;  // the real servers' start, and their held connections in the rounds
   std::unique_ptr<pgreal::PgServers> pg;
   if (request->pg) {
-    if (isatty(STDERR_FILENO)) {
-      request->pg->progress = [](const std::string& line) { std::fprintf(stderr, "\r%s\033[K", line.c_str()); };
-    }
+    request->pg->progress = progress.Callback();
     absl::StatusOr<std::unique_ptr<pgreal::PgServers>> started = pgreal::PgServers::Start(*request->pg);
-    if (request->pg->progress) std::fprintf(stderr, "\r\033[K");
+    progress.Clear();
     if (!started.ok()) return started.status();
     pg = std::move(*started);
   }
   auto companion_of = [](const pgreal::PgTargetResult& t) {
-    return lifecycle::Companion{static_cast<uint64_t>(t.shared_buffers_bytes), t.clients, {t.rates, t.server_rounds}};
+    return lifecycle::Companion{static_cast<uint64_t>(t.key.shared_buffers_bytes), t.key.clients, {t.rates, t.server_rounds}};
   };
   lifecycle::Companions companions;
   if (pg != nullptr) {
@@ -136,6 +194,7 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
                   [&](size_t i) { return companion_of(pg->target(i)); }};
   }
   absl::StatusOr<PreciseRun> run = lifecycle::RunCompare(matrix, companions, request->run);
+  progress.Clear();
   std::vector<pgreal::PgTargetResult> targets;
   if (pg != nullptr) {
     absl::StatusOr<pgreal::PgResult> finished = pg->Finish();
@@ -152,55 +211,14 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   const absl::Duration statistics_time = run->statistics + (absl::Now() - t0);
 
   Report report = CompareReport(matrix, stats, targets);
-  nlohmann::json header = MachineHeader();
-  header["command"] = "compare";
-  header["rounds"] = stats.rounds;
-  header["seed"] = request->run.seed;
-  header["precision_percent"] = request->precision_percent;
-  header["precise"] = stats.precise;
-  header["worst_half_width_percent"] = 100 * stats.worst_half_width;
-  header["max_time_s"] = absl::ToDoubleSeconds(request->run.precision.max_time);
-  header["elapsed_s"] = absl::ToDoubleSeconds(run->elapsed);
-  header["statistics_s"] = absl::ToDoubleSeconds(statistics_time);
-  header["baseline"] = matrix.baseline_label;
-  {
-    nlohmann::json modes = nlohmann::json::array();
-    for (lifecycle::Mode m : matrix.modes) modes.push_back(lifecycle::ModeName(m));
-    header["modes"] = modes;
-  }
-  header["aa"] = request->aa;
-  if (request->aa) {
-    header["aa_failures"] = stats.aa_failures;
-    header["aa_ratios"] = stats.aa_ratios;
-    header["aa_confidence"] = stats.aa_confidence;
-  }
-  header["shared"] = ConfigJson(request->base);
-  header["shared"]["clients"] = matrix.clients;
-  header["shared"]["holds"] = matrix.holds;
-  if (!targets.empty()) header["pg"] = PgHeader(targets[0]);
+  nlohmann::json header = CompareHeader(*request, stats, *run, statistics_time, targets);
   report.SetHeader(header);
 
   out << absl::StrFormat("backendlab compare: %d configurations x %d interleaved rounds (a block per shared_buffers%s, orders shuffled, seed %d), "
                          "%d connections each per round, %.0f s\n",
                          matrix.configs.size() + targets.size(), stats.rounds, matrix.clients.size() == 1 ? "" : " and clients",
                          request->run.seed, request->base.connections, absl::ToDoubleSeconds(run->elapsed));
-  std::string every = ConfigLine(request->base, /*with_configuration=*/false);
-  if (matrix.modes.size() > 1 || matrix.modes.front() != request->base.mode) {
-    // The line's first words are the mode: the matrix's modes instead.
-    std::vector<std::string> modes;
-    for (lifecycle::Mode m : matrix.modes) modes.emplace_back(lifecycle::ModeName(m));
-    std::vector<std::string> notes;
-    if (std::find(matrix.modes.begin(), matrix.modes.end(), lifecycle::Mode::kThread) != matrix.modes.end()) {
-      notes.push_back(absl::StrCat("thread: ", std::string(lifecycle::ThreadMemoryName(request->base.thread_memory)), " memory"));
-    }
-    if (std::find(matrix.modes.begin(), matrix.modes.end(), lifecycle::Mode::kPrefork) != matrix.modes.end()) {
-      notes.push_back(request->base.pool > 0 ? absl::StrCat("prefork: pool ", request->base.pool)
-                                             : std::string("prefork: pool of clients + 1"));
-    }
-    const std::string thread_memory = notes.empty() ? std::string() : absl::StrCat(" (", absl::StrJoin(notes, "; "), ")");
-    every = absl::StrCat(absl::StrJoin(modes, ", "), matrix.modes.size() > 1 ? " modes" : " mode", thread_memory,
-                         every.substr(every.find(','), std::string::npos));
-  }
+  const std::string every = EveryConfigurationLine(*request);
   out << "every configuration: " << every << "\n";
   out << MachineLine(header) << "\n\n";
   report.PrintText(out);
@@ -224,7 +242,7 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
     }
     out << "page: " << flags->Get("html") << "\n";
     HtmlPage page = PageOf("backendlab compare", header, report, out.text());
-    page.chart_key = "cpu_us_per_connection";
+    page.chart_key = kServerCpuKey;
     page.chart_title = "CPU us per connection of the whole server, median of the rounds, 95 % interval";
     page.figures = std::move(figures);
     page.timeline = std::move(timeline);

@@ -105,7 +105,7 @@ absl::StatusOr<lifecycle::CompareSpec> SpecFromFlags(const Flags& flags, const l
   auto syscaches = ParseList<std::string>(flags, "syscaches", ParseSyscacheName, [](const std::string& v) { return v; });
   if (!syscaches.ok()) return syscaches.status();
   spec.syscaches = *std::move(syscaches);
-  absl::StatusOr<std::vector<int64_t>> clients = flags.GetIntList("clients", 1, lifecycle::kMaxClients);
+  absl::StatusOr<std::vector<int64_t>> clients = flags.GetIntList("clients", 1, kMaxClients);
   if (!clients.ok()) return clients.status();
   spec.clients.assign(clients->begin(), clients->end());
   absl::StatusOr<std::vector<int64_t>> holds = flags.GetIntList("hold", 0, lifecycle::kMaxHold);

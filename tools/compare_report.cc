@@ -10,7 +10,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/check.h"
+#include "base/row_label.h"
 #include "buffers/shared_buffers.h"
+#include "tools/server_columns.h"
 
 namespace backendlab::tools {
 namespace {
@@ -23,42 +25,40 @@ using lifecycle::CompareStats;
 // The clients and hold columns are in the text where the run had more
 // than one of them.
 std::vector<Column> CompareColumns(bool clients_in_text, bool holds_in_text) {
-  return {{"config", "config"},
-          {"mode", ""},
-          {"layout", ""},
-          {"exit_check", ""},
-          {"catcache", ""},
-          {"syscache", ""},
-          {"aa", ""},
-          {"shared_buffers", "shared_buffers"},
-          {"shared_buffers_bytes", ""},
-          {"clients", clients_in_text ? "clients" : ""},
-          {"hold", holds_in_text ? "hold" : ""},
-          {"cpu_us_per_connection", "CPU us/conn", 0, ColumnKind::kMedian},
-          {"cpu_us_per_connection_vs_baseline", "CPU vs base", 2, ColumnKind::kRatio},
-          {"connections_per_second", "conn/s", 0, ColumnKind::kMedian},
-          {"connections_per_second_vs_baseline", "conn/s vs base", 2, ColumnKind::kRatio},
-          {"vs_fork_floor", "x floor", 2},
-          {"exit_check_us", "exit us", 1},
-          {"exit_check_minor_faults", "exit faults", 0},
-          {"exit_check_share", "exit % CPU", 1},
-          {"exit_check_us_vs_baseline", "exit vs base", 2, ColumnKind::kRatio},
-          // Against itself holding the fewest (--hold), and what the held ones took.
-          {"cpu_us_per_connection_vs_fewest_held", holds_in_text ? "CPU vs fewest held" : "", 2, ColumnKind::kRatio},
-          {"connections_per_second_vs_fewest_held", "", 2, ColumnKind::kRatio},
-          {"hold_open_ms", "", 1, ColumnKind::kMedian},
-          {"held_private_kb", ""},
-          {"held_pss_kb", ""},
-          {"held_rss_kb", ""},
-          {"held_page_tables_kb", ""},
-          {"teardown_us", "", 1},
-          {"reap_us", "", 1},
-          {"backends_crashed", ""},
-          {"leaks_reported", ""},
-          // Each round's figures, in round order, for a reader to pair again.
-          {"rounds_cpu_us_per_connection", ""},
-          {"rounds_connections_per_second", ""},
-          {"rounds_exit_check_us", ""}};
+  std::vector<Column> columns = {{"config", "config"},
+                                 {"mode", ""},
+                                 {"layout", ""},
+                                 {"exit_check", ""},
+                                 {"catcache", ""},
+                                 {"syscache", ""},
+                                 {"aa", ""},
+                                 {"shared_buffers", "shared_buffers"},
+                                 {"shared_buffers_bytes", ""},
+                                 {"clients", clients_in_text ? "clients" : ""},
+                                 {"hold", holds_in_text ? "hold" : ""}};
+  for (Column& c : ServerColumns(ServerColumnsShown::kCostAndRate)) columns.push_back(std::move(c));
+  for (Column c : std::initializer_list<Column>{
+           {"vs_fork_floor", "x floor", 2},
+           {"exit_check_us", "exit us", 1},
+           {"exit_check_minor_faults", "exit faults", 0},
+           {"exit_check_share", "exit % CPU", 1},
+           {"exit_check_us_vs_baseline", "exit vs base", 2, ColumnKind::kRatio},
+           // Against itself holding the fewest (--hold), and what the held ones took.
+           {"server_cpu_us_vs_fewest_held", holds_in_text ? "CPU vs fewest held" : "", 2, ColumnKind::kRatio},
+           {"connections_per_second_vs_fewest_held", "", 2, ColumnKind::kRatio},
+           {"hold_open_ms", "", 1, ColumnKind::kMedian},
+           {"held_private_kb", ""},
+           {"held_pss_kb", ""},
+           {"held_rss_kb", ""},
+           {"held_page_tables_kb", ""},
+           {"teardown_us", "", 1},
+           {"reap_us", "", 1},
+           {"backends_crashed", ""},
+           {"leaks_reported", ""},
+           {"rounds_exit_check_us", ""}}) {
+    columns.push_back(std::move(c));
+  }
+  return columns;
 }
 
 // A ratio to the baseline; the baseline against itself is 1 by
@@ -69,73 +69,64 @@ Cell RatioOf(const std::optional<RatioEstimate>& r, bool is_baseline, double pre
   return std::monostate{};
 }
 
-
-// The cells every row starts with: names, A/A, size, clients, cost and
-// rate with their ratios, x floor.
-std::vector<Cell> LeadingCells(const std::array<std::string, 6>& names, bool aa, uint64_t bytes, int clients,
-                               int64_t hold, const CompareRowStats& r, double precision) {
-  std::vector<Cell> row;
-  for (const std::string& text : names) row.emplace_back(std::in_place_type<std::string>, text);
-  row.push_back(Boolean{aa});
-  row.emplace_back(std::in_place_type<std::string>, buffers::FormatSize(bytes));
-  row.push_back(static_cast<int64_t>(bytes));
-  row.push_back(static_cast<int64_t>(clients));
-  row.push_back(hold);
-  const ServerStats& s = r.server;
-  row.push_back(s.has_cpu ? Cell(EstimateOf(s.cpu_us)) : Cell(std::monostate{}));
-  row.push_back(s.has_cpu ? RatioOf(s.cpu_vs_baseline, r.is_baseline, precision) : Cell(std::monostate{}));
-  row.push_back(EstimateOf(s.rate));
-  row.push_back(RatioOf(s.rate_vs_baseline, r.is_baseline, precision));
-  row.push_back(OptionalCell(r.vs_fork_floor));
-  return row;
+// Where a row runs: its size, clients and hold.
+void SetPlace(Report::Row& row, uint64_t bytes, int clients, int64_t hold) {
+  row.Set("shared_buffers", buffers::FormatSize(bytes))
+      .Set("shared_buffers_bytes", static_cast<int64_t>(bytes))
+      .Set("clients", int64_t{clients})
+      .Set("hold", hold);
 }
 
 }  // namespace
 
 Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std::span<const pgreal::PgTargetResult> targets) {
-  const std::vector<Column> columns = CompareColumns(matrix.clients.size() > 1, matrix.holds.size() > 1);
-  Report report(columns);
+  Report report(CompareColumns(matrix.clients.size() > 1, matrix.holds.size() > 1));
   for (size_t i = 0; i < matrix.configs.size(); ++i) {
     const CompareConfig& c = matrix.configs[i];
+    const lifecycle::CompareKey& k = c.key;
     const CompareRowStats& r = stats.mock[i];
     const lifecycle::CycleSummary& s = *r.summary;
     const lifecycle::PhaseStats& exit = s.phases[static_cast<int>(lifecycle::Phase::kExitCheck)];
-    std::vector<Cell> row = LeadingCells({c.label, std::string(lifecycle::ModeName(c.options.mode)), c.names[0], c.names[1],
-                                          c.names[2], c.names[3]},
-                                         c.aa,
-                                         c.options.backend.shared_buffers.bytes, c.options.clients, c.options.hold, r,
-                                         stats.precision);
-    row.push_back(exit.wall_us.median);
-    row.push_back(exit.minor_faults);
-    row.push_back(OptionalCell(r.exit_check_share_percent));
-    row.push_back(RatioOf(r.exit_vs_baseline, r.is_baseline, 0));
-    const bool fewest = c.options.hold == matrix.holds.front();
-    row.push_back(RatioOf(r.cpu_vs_fewest_held, fewest, 0));
-    row.push_back(RatioOf(r.rate_vs_fewest_held, fewest, 0));
-    row.push_back(r.hold_open_ms ? Cell(EstimateOf(*r.hold_open_ms)) : Cell(std::monostate{}));
-    for (int64_t ProcessMemory::*field : {&ProcessMemory::private_kb, &ProcessMemory::pss_kb, &ProcessMemory::rss_kb,
-                                          &ProcessMemory::page_tables_kb}) {
-      row.push_back(r.held_memory ? Cell((*r.held_memory).*field) : Cell(std::monostate{}));
+    Report::Row row = report.NewRow();
+    row.Set("config", c.label)
+        .Set("mode", std::string(lifecycle::ModeName(k.mode)))
+        .Set("layout", k.names[0])
+        .Set("exit_check", k.names[1])
+        .Set("catcache", k.names[2])
+        .Set("syscache", k.names[3])
+        .Set("aa", Boolean{k.aa});
+    SetPlace(row, k.shared_buffers_bytes, k.clients, k.hold);
+    SetServerCells(row, r.server, c.server_rounds, c.rates, stats.precision);
+    const bool fewest = k.hold == matrix.holds.front();
+    row.Set("vs_fork_floor", OptionalCell(r.vs_fork_floor))
+        .Set("exit_check_us", exit.wall_us.median)
+        .Set("exit_check_minor_faults", exit.minor_faults)
+        .Set("exit_check_share", OptionalCell(r.exit_check_share_percent))
+        .Set("exit_check_us_vs_baseline", RatioOf(r.exit_vs_baseline, r.is_baseline, 0))
+        .Set("server_cpu_us_vs_fewest_held", RatioOf(r.cpu_vs_fewest_held, fewest, 0))
+        .Set("connections_per_second_vs_fewest_held", RatioOf(r.rate_vs_fewest_held, fewest, 0))
+        .Set("hold_open_ms", r.hold_open_ms ? Cell(EstimateOf(*r.hold_open_ms)) : Cell(std::monostate{}))
+        .Set("teardown_us", s.phases[static_cast<int>(lifecycle::Phase::kTeardown)].wall_us.median)
+        .Set("reap_us", s.phases[static_cast<int>(lifecycle::Phase::kReap)].wall_us.median)
+        .Set("backends_crashed", s.crashed)
+        .Set("leaks_reported", s.leaks)
+        .Set("rounds_exit_check_us", Values(c.exit_check_us));
+    if (r.held_memory) {
+      row.Set("held_private_kb", r.held_memory->private_kb)
+          .Set("held_pss_kb", r.held_memory->pss_kb)
+          .Set("held_rss_kb", r.held_memory->rss_kb)
+          .Set("held_page_tables_kb", r.held_memory->page_tables_kb);
     }
-    row.push_back(s.phases[static_cast<int>(lifecycle::Phase::kTeardown)].wall_us.median);
-    row.push_back(s.phases[static_cast<int>(lifecycle::Phase::kReap)].wall_us.median);
-    row.push_back(s.crashed);
-    row.push_back(s.leaks);
-    row.push_back(Values(CpuUsByRound(c.server_rounds)));
-    row.push_back(Values(c.rates));
-    row.push_back(Values(c.exit_check_us));
     report.AddRow(std::move(row));
   }
+  // A real server's phases are `pg --profile`'s: its exit columns stay empty.
   for (size_t i = 0; i < targets.size(); ++i) {
     const pgreal::PgTargetResult& t = targets[i];
-    std::vector<Cell> row = LeadingCells({pgreal::ServerName(t), "", "", "", "", ""}, false,
-                                         static_cast<uint64_t>(t.shared_buffers_bytes), t.clients, matrix.holds.front(),
-                                         stats.companions[i], stats.precision);
-    // A real backend's phases are `pg --profile`'s: the exit columns stay empty.
-    for (size_t k = row.size(); k + 3 < columns.size(); ++k) row.push_back(std::monostate{});
-    row.push_back(Values(CpuUsByRound(t.server_rounds)));
-    row.push_back(Values(t.rates));
-    row.push_back(std::monostate{});
+    Report::Row row = report.NewRow();
+    row.Set("config", t.key.ServerName()).Set("aa", Boolean{false});
+    SetPlace(row, static_cast<uint64_t>(t.key.shared_buffers_bytes), t.key.clients, matrix.holds.front());
+    SetServerCells(row, stats.companions[i].server, t.server_rounds, t.rates, stats.precision);
+    row.Set("vs_fork_floor", OptionalCell(stats.companions[i].vs_fork_floor));
     report.AddRow(std::move(row));
   }
   return report;
@@ -145,7 +136,7 @@ void PrintCompareNotes(const CompareMatrix& matrix, const CompareStats& stats, b
                        std::span<const pgreal::PgTargetResult> targets, std::ostream& out) {
   const bool one_clients = matrix.clients.size() == 1;
   out << "\nCPU us/conn: the whole server's CPU (postmaster and backends, user and kernel) per connection;\n"
-      << (one_clients ? absl::StrCat("conn/s with ", lifecycle::ClientsText(matrix.clients[0]), " in flight")
+      << (one_clients ? absl::StrCat("conn/s with ", ClientsText(matrix.clients[0]), " in flight")
                       : std::string("conn/s with the row's clients in flight (1: one at a time; >= 2 x cores: saturation)"))
       << ". Both: median over rounds, +-half its 95 % interval.\n"
          "vs base: the ratio to the baseline, "
@@ -196,7 +187,7 @@ void PrintCompareNotes(const CompareMatrix& matrix, const CompareStats& stats, b
     }
   }
   if (!targets.empty()) {
-    out << pgreal::ServerName(targets[0]) << ": PostgreSQL " << targets[0].installation.version << " ("
+    out << targets[0].key.ServerName() << ": PostgreSQL " << targets[0].installation.version << " ("
         << targets[0].installation.build << "), a real server started by the tool, the same loop through libpq\n"
         << "  (backendlab pg measures it alone, with its server-side costs; pg --profile, its phases). Settings:";
     for (const auto& [name, value] : targets[0].settings) {
@@ -217,7 +208,7 @@ LineChart CostChart(const CompareMatrix& matrix, const CompareStats& stats, std:
   const std::vector<buffers::SharedBuffers>& sizes = matrix.sizes;
   for (const buffers::SharedBuffers& s : sizes) chart.x_positions.push_back(buffers::FormatSize(s.bytes));
   auto add = [&](std::string label, uint64_t bytes, int clients, int64_t hold, const CompareRowStats& r) {
-    if (matrix.clients.size() > 1) absl::StrAppend(&label, ", ", lifecycle::ClientsText(clients));
+    if (matrix.clients.size() > 1) absl::StrAppend(&label, ", ", ClientsText(clients));
     if (matrix.holds.size() > 1) absl::StrAppend(&label, ", hold ", hold);
     auto series = std::find_if(chart.series.begin(), chart.series.end(), [&](const ChartSeries& s) { return s.name == label; });
     if (series == chart.series.end()) series = chart.series.insert(series, {label, std::vector<std::optional<double>>(sizes.size())});
@@ -231,7 +222,7 @@ LineChart CostChart(const CompareMatrix& matrix, const CompareStats& stats, std:
     add(c.label, c.options.backend.shared_buffers.bytes, c.options.clients, c.options.hold, stats.mock[i]);
   }
   for (size_t i = 0; i < targets.size(); ++i) {
-    add(pgreal::ServerName(targets[i]), static_cast<uint64_t>(targets[i].shared_buffers_bytes), targets[i].clients,
+    add(targets[i].key.ServerName(), static_cast<uint64_t>(targets[i].key.shared_buffers_bytes), targets[i].key.clients,
         matrix.holds.front(), stats.companions[i]);
   }
   return chart;

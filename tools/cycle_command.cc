@@ -18,6 +18,7 @@
 #include "tools/flags.h"
 #include "tools/machine_header.h"
 #include "tools/report.h"
+#include "tools/progress.h"
 #include "waits/wait_set.h"
 
 namespace backendlab::tools {
@@ -71,11 +72,10 @@ absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& ou
   absl::StatusOr<lifecycle::CycleOptions> options = CycleOptionsFromFlags(*flags);
   if (!options.ok()) return options.status();
   if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;
-  if (isatty(STDERR_FILENO)) {
-    options->progress = [](const std::string& line) { std::fprintf(stderr, "\r%s\033[K", line.c_str()); };
-  }
+  ProgressLine progress;
+  options->progress = progress.Callback();
   absl::StatusOr<lifecycle::CycleResult> result = lifecycle::RunCycle(*options);
-  if (options->progress) std::fprintf(stderr, "\r\033[K");
+  progress.Clear();
   if (!result.ok()) return result.status();
   const lifecycle::CycleSummary s = lifecycle::Summarize(*result);
   const lifecycle::BackendConfig& b = options->backend;

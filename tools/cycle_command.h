@@ -1,5 +1,5 @@
-// `backendlab cycle` (one configuration) and `backendlab compare` (a matrix),
-// both over lifecycle::RunCycle.
+// `backendlab cycle`: connect/disconnect loops against one configuration,
+// phase by phase (lifecycle::RunCycle).
 #ifndef BACKENDLAB_TOOLS_CYCLE_COMMAND_H_
 #define BACKENDLAB_TOOLS_CYCLE_COMMAND_H_
 
@@ -16,8 +16,6 @@ absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& ou
 std::string CycleUsage();
 // The flags `cycle` takes; `profile` takes them too.
 std::span<const FlagSpec> CycleFlagSpecs();
-absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& out);
-std::string CompareUsage();
 
 }  // namespace backendlab::tools
 

@@ -124,7 +124,7 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
   };
   int64_t clients = 1, leak = 0, pool = 0;
   if (with_configuration && flags.Has("clients")) {
-    absl::StatusOr<int64_t> v = flags.GetInt("clients", 1, lifecycle::kMaxClients);
+    absl::StatusOr<int64_t> v = flags.GetInt("clients", 1, kMaxClients);
     if (!v.ok()) return v.status();
     clients = *v;
   }

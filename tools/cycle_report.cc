@@ -11,6 +11,7 @@
 #include "buffers/shared_buffers.h"
 #include "catcache/bucket_allocator.h"
 #include "waits/wait_set.h"
+#include "tools/server_columns.h"
 
 namespace backendlab::tools {
 
@@ -99,38 +100,35 @@ Report PhaseReport(const lifecycle::CycleSummary& s, std::span<const profiling::
                    lifecycle::BackendKind kind) {
   std::vector<Column> columns = {{"phase", "phase"},
                                  {"backends", "backends", 0},
-                                 {"median_us", "median us", 1},
-                                 {"p99_us", "p99 us", 1},
+                                 {"wall_us_p50", "median us", 1},
+                                 {"wall_us_p99", "p99 us", 1},
                                  {"cpu_us", "cpu us", 1},
                                  {"minor_faults", "minor faults", 0},
                                  {"major_faults", "major faults", 0},
                                  {"syscalls", "syscalls", 0}};
-  std::vector<profiling::PerfEvent> extra;
+  std::vector<std::pair<profiling::PerfEvent, std::string>> extra;  // each counter and its key
   for (profiling::PerfEvent e : counters) {
     if (e == profiling::PerfEvent::kSyscalls) continue;  // it has its column
     std::string key(profiling::PerfEventName(e));
     std::replace(key.begin(), key.end(), '-', '_');
     columns.push_back({key, std::string(profiling::PerfEventName(e)), 0});
-    extra.push_back(e);
+    extra.emplace_back(e, key);
   }
   Report report(std::move(columns));
   for (lifecycle::Phase p : lifecycle::kAllPhases) {
     const lifecycle::PhaseStats& ps = s.phases[static_cast<int>(p)];
-    std::vector<Cell> row;
-    row.emplace_back(std::in_place_type<std::string>, lifecycle::PhaseName(p, kind));
-    row.push_back(static_cast<int64_t>(ps.wall_us.count));
-    if (ps.wall_us.count == 0) {
-      for (size_t i = 0; i < 6 + extra.size(); ++i) row.push_back(std::monostate{});
-    } else {
-      row.push_back(ps.wall_us.median);
-      row.push_back(ps.wall_us.p99);
-      row.push_back(ps.cpu_us);
-      row.push_back(ps.minor_faults);
-      row.push_back(ps.major_faults);
-      row.push_back(ps.syscalls < 0 ? Cell(std::monostate{}) : Cell(ps.syscalls));
-      for (profiling::PerfEvent e : extra) {
+    Report::Row row = report.NewRow();
+    row.Set("phase", std::string(lifecycle::PhaseName(p, kind))).Set("backends", static_cast<int64_t>(ps.wall_us.count));
+    if (ps.wall_us.count > 0) {
+      row.Set("wall_us_p50", ps.wall_us.median)
+          .Set("wall_us_p99", ps.wall_us.p99)
+          .Set("cpu_us", ps.cpu_us)
+          .Set("minor_faults", ps.minor_faults)
+          .Set("major_faults", ps.major_faults)
+          .Set("syscalls", ps.syscalls < 0 ? Cell(std::monostate{}) : Cell(ps.syscalls));
+      for (const auto& [e, key] : extra) {
         const double v = ps.events[static_cast<size_t>(e)];
-        row.push_back(v < 0 ? Cell(std::monostate{}) : Cell(v));
+        row.Set(key, v < 0 ? Cell(std::monostate{}) : Cell(v));
       }
     }
     report.AddRow(std::move(row));
@@ -146,7 +144,7 @@ void PrintServerUsage(const lifecycle::CycleResult& result, int64_t hold, std::o
                          per.user_us, per.system_us, per.minor_faults + per.major_faults);
   if (per.postmaster_cpu_us > 0) {
     out << absl::StrFormat("; the postmaster's own %.1f us: a ceiling of %.0f conn/s on one core", per.postmaster_cpu_us,
-                           1e6 / per.postmaster_cpu_us);
+                           CeilingOf(per.postmaster_cpu_us));
   }
   out << absl::StrFormat(" (%d connections, warm-up included)\n", u.connections);
   if (hold > 0 && result.hold_open_ns >= 0) {
@@ -165,17 +163,8 @@ void PrintServerUsage(const lifecycle::CycleResult& result, int64_t hold, std::o
 nlohmann::json ServerUsageJson(const lifecycle::CycleResult& result, int64_t hold) {
   const ServerUsage& u = result.server;
   if (u.connections <= 0) return nullptr;
-  const PerConnection per = PerConnectionOf(u);
-  nlohmann::json j = {{"connections", u.connections},
-                      {"cpu_us", per.cpu_us},
-                      {"user_us", per.user_us},
-                      {"system_us", per.system_us},
-                      {"minor_faults", per.minor_faults},
-                      {"major_faults", per.major_faults},
-                      {"postmaster_cpu_us", per.postmaster_cpu_us > 0 ? nlohmann::json(per.postmaster_cpu_us) : nlohmann::json(nullptr)},
-                      {"ceiling_connections_per_second",
-                       per.postmaster_cpu_us > 0 ? nlohmann::json(1e6 / per.postmaster_cpu_us) : nlohmann::json(nullptr)},
-                      {"hold", hold}};
+  nlohmann::json j = ServerFiguresJson(u);
+  j["hold"] = hold;
   if (hold > 0 && result.hold_open_ns >= 0) j["hold_open_ms"] = result.hold_open_ns / 1e6;
   if (result.held_memory) {
     j["held_rss_kb"] = result.held_memory->rss_kb;

@@ -150,6 +150,7 @@ absl::Status RunDiffCommand(std::span<const std::string> args, std::ostream& out
   out << "files: " << written[0] << " (stack A B, FlameGraph's difffolded format), " << written[1] << "\n";
   if (flags->Has("json")) {
     nlohmann::json j = MachineHeader();
+    j["schema_version"] = kJsonSchemaVersion;
     j["command"] = "diff";
     j["files"] = files;
     j["samples"] = {a->total_samples(), b->total_samples()};

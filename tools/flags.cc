@@ -14,6 +14,43 @@ std::string Quoted(std::string_view text) { return absl::StrCat("'", absl::CEsca
 
 namespace {
 
+// The option fields the modules' messages name, each set by the flag of the
+// same words ("what_if" by --what-if): the one map from a module's words to
+// the command line's.
+constexpr std::string_view kFlagFields[] = {
+    "aa", "backend_profile", "bindir", "clients", "conninfo", "connections", "cpus",     "duration", "fit_rounds", "hold",
+    "iterations",      "kill_backend", "mode",     "pairs",       "pg_versions", "pgbouncer", "pool", "postmaster_pid",
+    "profile",         "queries",     "query",     "readers",     "rounds",   "run_as",       "set",
+    "shared_buffers",  "ssl",         "tcp",       "thread_memory", "via",    "warmup",       "what_if",
+    "workers",
+};
+
+}  // namespace
+
+std::string InFlagWords(std::string_view message) {
+  std::string out;
+  size_t at = 0;
+  while (at < message.size()) {
+    const size_t open = message.find('`', at);
+    const size_t close = open == std::string_view::npos ? open : message.find('`', open + 1);
+    if (close == std::string_view::npos) break;
+    const std::string_view word = message.substr(open + 1, close - open - 1);
+    out.append(message.substr(at, open - at));
+    if (std::find(std::begin(kFlagFields), std::end(kFlagFields), word) != std::end(kFlagFields)) {
+      std::string flag(word);
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      absl::StrAppend(&out, "--", flag);
+    } else {
+      out.append(message.substr(open, close - open + 1));
+    }
+    at = close + 1;
+  }
+  out.append(message.substr(std::min(at, message.size())));
+  return out;
+}
+
+namespace {
+
 std::string FlagName(std::string_view name) { return Quoted("--" + std::string(name)); }
 
 }  // namespace

@@ -55,6 +55,13 @@ class Flags {
 // that it stays one line whatever the user typed.
 std::string Quoted(std::string_view text);
 
+// A module's message in flag words: the modules word a check in their
+// options' field names, in backquotes ("`clients` must be 1..1024",
+// "`what_if`=huge-pages: ..."); here each field a flag sets becomes that
+// flag ("--clients must be 1..1024", "--what-if=huge-pages: ..."). Other
+// backquoted words (a phase's, a shell command's) stay as they are.
+std::string InFlagWords(std::string_view message);
+
 // "  --name=DEFAULT  help" lines for a command's usage text.
 std::string FlagsHelp(std::span<const FlagSpec> specs);
 

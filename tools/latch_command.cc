@@ -70,21 +70,22 @@ Report RowsTable(const std::vector<LatchRow>& rows) {
       {"busy_owner_syscalls", "owner calls", 2},
   });
   for (const LatchRow& r : rows) {
-    std::vector<Cell> row;
-    row.emplace_back(std::in_place_type<std::string>, waits::LatchName(r.latch));
-    row.push_back(r.round_trips_per_second.median);
-    row.push_back(RatioCell(r.vs_baseline));
-    row.push_back(r.round_trips_per_second.min);
-    row.push_back(r.round_trips_per_second.max);
-    row.push_back(r.round_trip_us.median);
-    row.push_back(r.round_trip_us.p99);
-    row.push_back(r.user_us);
-    row.push_back(r.sys_us);
-    row.push_back(SyscallTotalCell(r.syscalls));
-    row.push_back(SyscallKindsCell(r.syscalls));
-    row.push_back(r.busy_set_ns ? Cell(*r.busy_set_ns) : Cell(std::monostate{}));
-    row.push_back(SyscallTotalCell(r.busy_set_syscalls));
-    row.push_back(SyscallTotalCell(r.busy_owner_syscalls));
+    Report::Row row = report.NewRow();
+    row
+        .Set("latch", std::string(waits::LatchName(r.latch)))
+        .Set("round_trips_per_second", r.round_trips_per_second.median)
+        .Set("round_trips_per_second_vs_baseline", RatioCell(r.vs_baseline))
+        .Set("round_trips_per_second_min", r.round_trips_per_second.min)
+        .Set("round_trips_per_second_max", r.round_trips_per_second.max)
+        .Set("round_trip_us_p50", r.round_trip_us.median)
+        .Set("round_trip_us_p99", r.round_trip_us.p99)
+        .Set("user_us", r.user_us)
+        .Set("sys_us", r.sys_us)
+        .Set("syscalls", SyscallTotalCell(r.syscalls))
+        .Set("syscall_kinds", SyscallKindsCell(r.syscalls))
+        .Set("busy_set_ns", r.busy_set_ns ? Cell(*r.busy_set_ns) : Cell(std::monostate{}))
+        .Set("busy_set_syscalls", SyscallTotalCell(r.busy_set_syscalls))
+        .Set("busy_owner_syscalls", SyscallTotalCell(r.busy_owner_syscalls));
     report.AddRow(std::move(row));
   }
   return report;

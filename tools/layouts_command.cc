@@ -76,25 +76,25 @@ Report RowsTable(const std::vector<LayoutRow>& rows) {
       {"scan_vs_read", "scan/read", 2},
   });
   for (const LayoutRow& r : rows) {
-    // Cells built in place: GCC 12 warns falsely (maybe-uninitialized) when a
-    // temporary variant holding a string is moved into the vector.
-    std::vector<Cell> row;
-    row.emplace_back(std::in_place_type<std::string>, buffers::LayoutName(r.layout));
-    row.emplace_back(std::in_place_type<std::string>, buffers::FormatSize(r.size.bytes));
-    row.push_back(static_cast<int64_t>(r.size.bytes));
-    row.push_back(static_cast<int64_t>(r.size.nbuffers));
-    row.push_back(static_cast<int64_t>(r.bytes_per_backend));
-    for (double ns : r.pin_unpin_ns) row.push_back(ns);
-    row.push_back(r.pin_unpin_ns_random);
-    row.push_back(r.exit_check_us.median);
-    row.push_back(r.exit_check_us.p10);
-    row.push_back(r.exit_check_us.p90);
-    row.push_back(r.exit_minor_faults);
-    row.push_back(r.lifetime_us);
-    row.push_back(r.lifetime_minor_faults);
-    row.push_back(OptionalCell(r.scan_gbps));
-    row.push_back(OptionalCell(r.read_baseline_gbps));
-    row.push_back(r.scan_gbps ? Cell(*r.scan_gbps / *r.read_baseline_gbps) : Cell(std::monostate{}));
+    Report::Row row = report.NewRow();
+    row.Set("layout", std::string(buffers::LayoutName(r.layout)))
+        .Set("shared_buffers", buffers::FormatSize(r.size.bytes))
+        .Set("shared_buffers_bytes", static_cast<int64_t>(r.size.bytes))
+        .Set("nbuffers", static_cast<int64_t>(r.size.nbuffers))
+        .Set("bytes_per_backend", static_cast<int64_t>(r.bytes_per_backend));
+    for (size_t h = 0; h < std::size(buffers::kHeldCounts); ++h) {
+      row.Set(absl::StrCat("pin_unpin_ns_held_", buffers::kHeldCounts[h]), r.pin_unpin_ns[h]);
+    }
+    row.Set("pin_unpin_ns_random", r.pin_unpin_ns_random)
+        .Set("exit_check_us", r.exit_check_us.median)
+        .Set("exit_check_us_p10", r.exit_check_us.p10)
+        .Set("exit_check_us_p90", r.exit_check_us.p90)
+        .Set("exit_minor_faults", r.exit_minor_faults)
+        .Set("lifetime_us", r.lifetime_us)
+        .Set("lifetime_minor_faults", r.lifetime_minor_faults)
+        .Set("scan_gbps", OptionalCell(r.scan_gbps))
+        .Set("read_baseline_gbps", OptionalCell(r.read_baseline_gbps))
+        .Set("scan_vs_read", r.scan_gbps ? Cell(*r.scan_gbps / *r.read_baseline_gbps) : Cell(std::monostate{}));
     report.AddRow(std::move(row));
   }
   return report;

@@ -19,10 +19,12 @@
 #include "tools/flags.h"
 #include "tools/html_report.h"
 #include "tools/machine_header.h"
+#include "tools/server_columns.h"
 #include "tools/pg_flags.h"
 #include "tools/pg_profile_report.h"
 #include "tools/pg_report.h"
 #include "tools/report.h"
+#include "tools/progress.h"
 
 namespace backendlab::tools {
 namespace {
@@ -54,24 +56,23 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& termi
   absl::StatusOr<pgreal::PgRunOptions> options = OptionsFromFlags(*flags);
   if (!options.ok()) return options.status();
   // The exports' files, checked before the run as --json's are.
-  if (absl::StatusOr<ExportRequest> exports = ExportRequestFromFlags(*flags); !exports.ok()) return exports.status();
+  absl::StatusOr<ExportRequest> exports = ExportRequestFromFlags(*flags);
+  if (!exports.ok()) return exports.status();
   // --profile's default --out too, before the run rather than after it.
   if (absl::Status s = CheckOutputPaths(*flags, !options->profilers.empty() ? ProfileDirectory(*flags) : ""); !s.ok()) {
     return s;
   }
-  const bool progress = isatty(STDERR_FILENO);
-  if (progress) {
-    options->progress = [](const std::string& line) { std::fprintf(stderr, "\r%s\033[K", line.c_str()); };
-  }
+  ProgressLine progress;
+  options->progress = progress.Callback();
   absl::StatusOr<pgreal::PgResult> result = pgreal::RunPg(*options);
-  if (progress) std::fprintf(stderr, "\r\033[K");
+  progress.Clear();
   if (!result.ok()) return result.status();
 
   nlohmann::json header = MachineHeader();
   // A server's first row: direct, at the first of every list.
   const size_t servers = std::count_if(result->targets.begin(), result->targets.end(), [&](const pgreal::PgTargetResult& t) {
-    return t.via.empty() && t.clients == options->clients.front() && t.transport == options->transports.front() &&
-           t.hold == (options->hold.empty() ? 0 : options->hold.front());
+    return !t.key.via && t.key.clients == options->clients.front() && t.key.transport == options->transports.front() &&
+           t.key.hold == (options->hold.empty() ? 0 : options->hold.front());
   });
   out << "backendlab pg: "
       << (options->conninfo.empty() ? absl::StrCat(servers, " server(s) started by the tool")
@@ -106,8 +107,6 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& termi
   if (!options->profilers.empty()) {
     absl::StatusOr<int64_t> top_n = TopN(*flags);
     if (!top_n.ok()) return top_n.status();
-    absl::StatusOr<ExportRequest> exports = ExportRequestFromFlags(*flags);
-    if (!exports.ok()) return exports.status();
     if (absl::Status s = ReportPgProfiles(*result, ProfileDirectory(*flags), *top_n, *exports, out, header,
                                           flags->Has("html") ? &figures : nullptr,
                                           flags->Has("html") ? &timeline : nullptr);
@@ -144,7 +143,7 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& termi
   if (flags->Has("html")) {
     out << "page: " << flags->Get("html") << "\n";
     HtmlPage page = PageOf("backendlab pg", header, report, out.text());
-    page.chart_key = "server_cpu_us";
+    page.chart_key = kServerCpuKey;
     page.chart_title = "server CPU us per connection, median of the rounds, 95 % interval";
     page.figures = std::move(figures);
     page.timeline = std::move(timeline);

@@ -42,7 +42,8 @@ constexpr FlagSpec kFlags[] = {
     {"server-counters", "on", "perf counters on the postmaster, inherited by its backends: on or off"},
     {"via", "", "also through a pooler, a row per entry beside the direct one: pgbouncer[:session|:transaction][,...]"},
     {"pgbouncer", "", "with --via: the pgbouncer binary (default: on PATH, else /usr/sbin/pgbouncer)"},
-    {"what-if", "", "also each server with one change, a row per entry beside the stock one, in the same rounds: openssl-no-atexit, quick-exit, huge-pages, preload:PATH, setup-durations (pgreal/README.md)"},
+    {"what-if", "", ""},  // its help names every what-if of the list: WhatIfHelp
+    {"aa", "off", "an A/A check: beside each stock server a second copy, started from the same data directory, whose ratios must come out ~: on or off"},
     {"server-clock", "on", "on 18+, a setup-durations row beside each stock server: the server's own clock of every connection's set-up beside the tool's, and what that logging costs: on or off"},
     {"profile", "off", "after the rounds, two more loops per server, the second recorded: phases, top functions, flame graphs. on or perf: by perf record -a (DWARF call graphs); builtin: by the built-in sampler inside the server (LD_PRELOAD; no perf needed); builtin,perf: the same pass by both, their rankings compared"},
     {"explain-phases", "off", "print the phase rules --profile uses, for the chosen versions, and exit"},
@@ -86,9 +87,25 @@ absl::StatusOr<std::vector<pgreal::Profiler>> ProfilersOf(const Flags& flags) {
 
 }  // namespace
 
+// --what-if's help, from the one list of what-ifs (pgreal/what_if/what_if_list.h).
+const std::string& WhatIfHelp() {
+  static const std::string help = [] {
+    std::string names;
+    for (const pgreal::WhatIfRow& row : pgreal::kWhatIfs) {
+      absl::StrAppend(&names, names.empty() ? "" : ", ", row.name, row.kind == pgreal::WhatIfKind::kPreload ? "PATH" : "");
+    }
+    return absl::StrCat("also each server with one change, a row per entry beside the stock one, in the same rounds: ",
+                        names, " (pgreal/README.md)");
+  }();
+  return help;
+}
+
 std::span<const FlagSpec> PgFlags() {
   static const std::vector<FlagSpec> all = [] {
     std::vector<FlagSpec> v(std::begin(kFlags), std::end(kFlags));
+    for (FlagSpec& f : v) {
+      if (f.name == "what-if") f.help = WhatIfHelp();
+    }
     v.insert(v.end(), ExportFlagSpecs().begin(), ExportFlagSpecs().end());
     return v;
   }();
@@ -98,99 +115,108 @@ std::span<const FlagSpec> PgFlags() {
 absl::StatusOr<int64_t> TopN(const Flags& flags) { return flags.Has("top") ? flags.GetInt("top", 1, 1000) : 15; }
 std::string ProfileDirectory(const Flags& flags) { return flags.Has("out") ? flags.Get("out") : "backendlab-pg-profile"; }
 
-absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
-  pgreal::PgRunOptions options;
-  const bool existing = flags.Has("conninfo");
-  if (existing) {
-    for (const char* owned : {"bindir", "pg-versions", "shared-buffers", "tcp", "ssl", "set", "keep", "run-as", "via", "pgbouncer", "what-if"}) {
-      if (flags.Has(owned) && flags.Get(owned) != "off") {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--", owned, " is for a server the tool starts; --conninfo names an existing one"));
-      }
-    }
-    options.conninfo = flags.Get("conninfo");
-    // A connection string libpq cannot parse is bad input, said before any
-    // connection is tried.
-    char* error = nullptr;
-    PQconninfoOption* parsed = PQconninfoParse(options.conninfo.c_str(), &error);
-    if (parsed == nullptr) {
-      const std::string why = error != nullptr ? std::string(error) : std::string("out of memory");
-      PQfreemem(error);
-      return absl::InvalidArgumentError(absl::StrCat("--conninfo: ", why));
-    }
-    PQconninfoFree(parsed);
-    if (flags.Has("postmaster-pid")) {
-      absl::StatusOr<int64_t> pid = flags.GetInt("postmaster-pid", 1, 1 << 22);
-      if (!pid.ok()) return pid.status();
-      options.postmaster_pid = static_cast<pid_t>(*pid);
-    }
-  } else {
-    if (flags.Has("postmaster-pid")) return absl::InvalidArgumentError("--postmaster-pid goes with --conninfo");
-    if (flags.Has("bindir") && flags.Has("pg-versions")) {
-      return absl::InvalidArgumentError("--bindir and --pg-versions both name the servers: give one");
-    }
-    if (flags.Has("bindir")) {
-      absl::StatusOr<pgreal::Installation> i = pgreal::InstallationAt(flags.Get("bindir"));
-      if (!i.ok()) return i.status();
-      options.installations.push_back(*i);
-    } else if (flags.Has("pg-versions")) {
-      absl::StatusOr<std::vector<std::string>> versions = flags.GetList("pg-versions");
-      if (!versions.ok()) return versions.status();
-      for (const std::string& v : *versions) {
-        absl::StatusOr<int> major = ParseMajor(v);
-        if (!major.ok()) return major.status();
-        absl::StatusOr<pgreal::Installation> i = pgreal::InstallationOfMajor(*major, pgreal::FetchedPostgresDir());
-        if (!i.ok()) return i.status();
-        options.installations.push_back(*i);
-      }
-    } else {
-      absl::StatusOr<pgreal::Installation> i = pgreal::DefaultInstallation();
-      if (!i.ok()) return i.status();
-      options.installations.push_back(*i);
-    }
-    absl::StatusOr<std::vector<std::string>> sizes =
-        flags.Has("shared-buffers") ? flags.GetList("shared-buffers")
-                                    : absl::StatusOr<std::vector<std::string>>(std::vector<std::string>{"128MB", "8GB"});
-    if (!sizes.ok()) return sizes.status();
-    for (const std::string& text : *sizes) {
-      absl::StatusOr<buffers::SharedBuffers> size = buffers::ParseSharedBuffers(text);
-      if (!size.ok()) return absl::InvalidArgumentError(absl::StrCat("--shared-buffers: ", size.status().message()));
-      for (int64_t seen : options.shared_buffers) {
-        if (seen == static_cast<int64_t>(size->bytes)) {
-          return absl::InvalidArgumentError(absl::StrCat("--shared-buffers: ", Quoted(text), " given twice"));
-        }
-      }
-      options.shared_buffers.push_back(static_cast<int64_t>(size->bytes));
-    }
-    if (geteuid() != 0 && flags.Has("run-as")) {
-      return absl::InvalidArgumentError("--run-as needs root: otherwise the server runs as you");
-    }
-    if (flags.Has("run-as")) options.server.run_as = flags.Get("run-as");
-    absl::StatusOr<bool> tcp = flags.GetBool("tcp");
-    absl::StatusOr<bool> ssl = flags.GetBool("ssl");
-    absl::StatusOr<bool> keep = flags.GetBool("keep");
-    for (const absl::Status& s : {tcp.status(), ssl.status(), keep.status()}) {
-      if (!s.ok()) return s;
-    }
-    if (*ssl && !*tcp) return absl::InvalidArgumentError("--ssl=on goes over TCP: add --tcp=on");
-    options.server.tcp = *tcp;
-    options.server.ssl = *ssl;
-    options.server.keep = *keep;
-    if (*tcp) options.transports.push_back(pgreal::Transport::kTcp);
-    if (*ssl) options.transports.push_back(pgreal::Transport::kSsl);
-    if (flags.Has("set")) {
-      for (absl::string_view item : absl::StrSplit(flags.Get("set"), ',')) {
-        const size_t eq = item.find('=');
-        if (eq == absl::string_view::npos || eq == 0) {
-          return absl::InvalidArgumentError(absl::StrCat("--set: ", Quoted(std::string(item)), " is not NAME=VALUE"));
-        }
-        std::string name(item.substr(0, eq));
-        std::string value(item.substr(eq + 1));
-        if (absl::Status s = pgreal::ValidateOverride(name, value); !s.ok()) return s;
-        options.server.overrides.emplace_back(std::move(name), std::move(value));
-      }
+namespace {
+
+// An existing server (--conninfo): checked by libpq before any connection.
+absl::Status ExistingFromFlags(const Flags& flags, pgreal::PgRunOptions& options) {
+  // What only a server the tool starts can take (--what-if and --via: the run refuses those itself).
+  for (const char* owned : {"bindir", "pg-versions", "shared-buffers", "tcp", "ssl", "set", "keep", "run-as", "pgbouncer"}) {
+    if (flags.Has(owned) && flags.Get(owned) != "off") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", owned, " is for a server the tool starts; --conninfo names an existing one"));
     }
   }
+  options.conninfo = flags.Get("conninfo");
+  // A connection string libpq cannot parse is bad input, said before any
+  // connection is tried.
+  char* error = nullptr;
+  PQconninfoOption* parsed = PQconninfoParse(options.conninfo.c_str(), &error);
+  if (parsed == nullptr) {
+    const std::string why = error != nullptr ? std::string(error) : std::string("out of memory");
+    PQfreemem(error);
+    return absl::InvalidArgumentError(absl::StrCat("--conninfo: ", why));
+  }
+  PQconninfoFree(parsed);
+  if (flags.Has("postmaster-pid")) {
+    absl::StatusOr<int64_t> pid = flags.GetInt("postmaster-pid", 1, 1 << 22);
+    if (!pid.ok()) return pid.status();
+    options.postmaster_pid = static_cast<pid_t>(*pid);
+  }
+  return absl::OkStatus();
+}
+
+// The servers the tool starts: installations x sizes, and their settings.
+absl::Status ServersFromFlags(const Flags& flags, pgreal::PgRunOptions& options) {
+  if (flags.Has("postmaster-pid")) return absl::InvalidArgumentError("--postmaster-pid goes with --conninfo");
+  if (flags.Has("bindir") && flags.Has("pg-versions")) {
+    return absl::InvalidArgumentError("--bindir and --pg-versions both name the servers: give one");
+  }
+  if (flags.Has("bindir")) {
+    absl::StatusOr<pgreal::Installation> i = pgreal::InstallationAt(flags.Get("bindir"));
+    if (!i.ok()) return i.status();
+    options.installations.push_back(*i);
+  } else if (flags.Has("pg-versions")) {
+    absl::StatusOr<std::vector<std::string>> versions = flags.GetList("pg-versions");
+    if (!versions.ok()) return versions.status();
+    for (const std::string& v : *versions) {
+      absl::StatusOr<int> major = ParseMajor(v);
+      if (!major.ok()) return major.status();
+      absl::StatusOr<pgreal::Installation> i = pgreal::InstallationOfMajor(*major, pgreal::FetchedPostgresDir());
+      if (!i.ok()) return i.status();
+      options.installations.push_back(*i);
+    }
+  } else {
+    absl::StatusOr<pgreal::Installation> i = pgreal::DefaultInstallation();
+    if (!i.ok()) return i.status();
+    options.installations.push_back(*i);
+  }
+  absl::StatusOr<std::vector<std::string>> sizes =
+      flags.Has("shared-buffers") ? flags.GetList("shared-buffers")
+                                  : absl::StatusOr<std::vector<std::string>>(std::vector<std::string>{"128MB", "8GB"});
+  if (!sizes.ok()) return sizes.status();
+  for (const std::string& text : *sizes) {
+    absl::StatusOr<buffers::SharedBuffers> size = buffers::ParseSharedBuffers(text);
+    if (!size.ok()) return absl::InvalidArgumentError(absl::StrCat("--shared-buffers: ", size.status().message()));
+    for (int64_t seen : options.shared_buffers) {
+      if (seen == static_cast<int64_t>(size->bytes)) {
+        return absl::InvalidArgumentError(absl::StrCat("--shared-buffers: ", Quoted(text), " given twice"));
+      }
+    }
+    options.shared_buffers.push_back(static_cast<int64_t>(size->bytes));
+  }
+  if (geteuid() != 0 && flags.Has("run-as")) {
+    return absl::InvalidArgumentError("--run-as needs root: otherwise the server runs as you");
+  }
+  if (flags.Has("run-as")) options.server.run_as = flags.Get("run-as");
+  absl::StatusOr<bool> tcp = flags.GetBool("tcp");
+  absl::StatusOr<bool> ssl = flags.GetBool("ssl");
+  absl::StatusOr<bool> keep = flags.GetBool("keep");
+  for (const absl::Status& s : {tcp.status(), ssl.status(), keep.status()}) {
+    if (!s.ok()) return s;
+  }
+  if (*ssl && !*tcp) return absl::InvalidArgumentError("--ssl=on goes over TCP: add --tcp=on");
+  options.server.tcp = *tcp;
+  options.server.ssl = *ssl;
+  options.server.keep = *keep;
+  if (*tcp) options.transports.push_back(pgreal::Transport::kTcp);
+  if (*ssl) options.transports.push_back(pgreal::Transport::kSsl);
+  if (flags.Has("set")) {
+    for (absl::string_view item : absl::StrSplit(flags.Get("set"), ',')) {
+      const size_t eq = item.find('=');
+      if (eq == absl::string_view::npos || eq == 0) {
+        return absl::InvalidArgumentError(absl::StrCat("--set: ", Quoted(std::string(item)), " is not NAME=VALUE"));
+      }
+      std::string name(item.substr(0, eq));
+      std::string value(item.substr(eq + 1));
+      if (absl::Status s = pgreal::ValidateOverride(name, value); !s.ok()) return s;
+      options.server.overrides.emplace_back(std::move(name), std::move(value));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The rounds, the loop each row runs, the connections held beside it.
+absl::Status LoopFromFlags(const Flags& flags, pgreal::PgRunOptions& options) {
   absl::StatusOr<int64_t> rounds = flags.GetInt("rounds", 1, 1000);
   absl::StatusOr<double> precision = flags.GetNumber("precision", 0, 100);
   if (!precision.ok()) return precision.status();
@@ -203,7 +229,7 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
   absl::StatusOr<int64_t> seed = flags.GetInt("seed", 0, INT64_MAX);
   if (!seed.ok()) return seed.status();
   options.seed = static_cast<uint64_t>(*seed);
-  absl::StatusOr<std::vector<int64_t>> clients = flags.GetIntList("clients", 1, pgreal::kMaxClients);
+  absl::StatusOr<std::vector<int64_t>> clients = flags.GetIntList("clients", 1, kMaxClients);
   absl::StatusOr<int64_t> warmup = flags.GetInt("warmup", 0, 1'000'000);
   absl::StatusOr<bool> counters = flags.GetBool("server-counters");
   for (const absl::Status& s : {rounds.status(), clients.status(), warmup.status(), counters.status()}) {
@@ -235,6 +261,11 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
     if (!n.ok()) return n.status();
     options.loop.connections = *n;
   }
+  return absl::OkStatus();
+}
+
+// The rows beside each stock one: through a pooler, with a change, a copy.
+absl::Status ChangesFromFlags(const Flags& flags, bool existing, pgreal::PgRunOptions& options) {
   options.loop.query = flags.Get("query");
   if (flags.Has("via")) {
     absl::StatusOr<std::vector<std::string>> vias = flags.GetList("via");
@@ -255,6 +286,14 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
   absl::StatusOr<bool> server_clock = flags.GetBool("server-clock");
   if (!server_clock.ok()) return server_clock.status();
   options.server_clock = *server_clock && !existing;
+  absl::StatusOr<bool> aa = flags.GetBool("aa");
+  if (!aa.ok()) return aa.status();
+  options.aa = *aa;
+  return absl::OkStatus();
+}
+
+// The profile after the rounds.
+absl::Status ProfileFromFlags(const Flags& flags, pgreal::PgRunOptions& options) {
   absl::StatusOr<std::vector<pgreal::Profiler>> profilers = ProfilersOf(flags);
   absl::StatusOr<int64_t> frequency = flags.Has("frequency") ? flags.GetInt("frequency", 1, 10'000) : 999;
   absl::StatusOr<int64_t> top_n = TopN(flags);  // used after the run
@@ -275,6 +314,18 @@ absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
     return absl::InvalidArgumentError(
         "--trace draws perf's samples in time; the built-in sampler's carry none: use --profile=perf or builtin,perf");
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<pgreal::PgRunOptions> OptionsFromFlags(const Flags& flags) {
+  pgreal::PgRunOptions options;
+  const bool existing = flags.Has("conninfo");
+  if (absl::Status s = existing ? ExistingFromFlags(flags, options) : ServersFromFlags(flags, options); !s.ok()) return s;
+  if (absl::Status s = LoopFromFlags(flags, options); !s.ok()) return s;
+  if (absl::Status s = ChangesFromFlags(flags, existing, options); !s.ok()) return s;
+  if (absl::Status s = ProfileFromFlags(flags, options); !s.ok()) return s;
   return options;
 }
 

@@ -153,12 +153,12 @@ absl::Status WritePgProfile(const std::string& dir, const pgreal::ServerProfile&
   return absl::OkStatus();
 }
 
-absl::Status ReportPgProfiles(const pgreal::PgResult& result, const std::string& dir, int64_t top_n,
-                              const ExportRequest& exports, std::ostream& out, nlohmann::json& header,
-                              std::vector<HtmlPage::Figure>* figures, std::vector<profiling::TraceSpan>* timeline) {
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(dir), ": ", std::strerror(errno)));
-  }
+namespace {
+
+// Each row's profile, by profiler: its tables, its files, its figure; the
+// two profilers' rankings side by side where both recorded a row.
+absl::Status ReportRowProfiles(const pgreal::PgResult& result, const std::string& dir, int64_t top_n,
+                               std::ostream& out, nlohmann::json& header, std::vector<HtmlPage::Figure>* figures) {
   nlohmann::json by_profiler[2] = {nlohmann::json::object(), nlohmann::json::object()};
   nlohmann::json agreement = nlohmann::json::object();
   for (const pgreal::PgTargetResult& t : result.targets) {
@@ -198,27 +198,37 @@ absl::Status ReportPgProfiles(const pgreal::PgResult& result, const std::string&
                             {"perf_top_10", a.perf_top_10}};
     }
   }
+  header["profiles"] = by_profiler[0];
+  header["builtin_profiles"] = by_profiler[1];
+  if (!agreement.empty()) header["profile_agreement"] = agreement;
+  return absl::OkStatus();
+}
+
+// Each row against its baseline, phase by phase and stack by stack.
+absl::Status ReportProfileChanges(const pgreal::PgResult& result, const std::string& dir, std::ostream& out,
+                                  nlohmann::json& header, std::vector<HtmlPage::Figure>* figures) {
   nlohmann::json changes = nlohmann::json::object();
   for (const pgreal::ProfileChange& c : result.profile_changes) {
     const pgreal::PgTargetResult& t = result.targets[c.target];
     const pgreal::PgTargetResult& b = result.targets[c.baseline];
     out << "\n== " << t.label << " against " << b.label << " (" << c.profiler << ") ==\n";
     // A what-if against its stock server; a transport or a hold against its base row.
-    const std::string base = t.what_if.empty() ? "base" : "stock", row = t.what_if.empty() ? "row" : "what-if";
+    const bool what_if = c.undone == pgreal::KeyPart::kWhatIf;
+    const std::string base = what_if ? "stock" : "base", row = what_if ? "what-if" : "row";
     out << absl::StrFormat("%-17s %12s %12s %10s %9s %9s\n", "phase", base + " us", row + " us", "change us", base + " %",
                            row + " %");
     nlohmann::json phases = nlohmann::json::object();
     for (const pgreal::PhaseChange& p : c.phases) {
-      const bool cpu = p.stock_us >= 0 && p.what_if_us >= 0;
+      const bool cpu = p.baseline_us >= 0 && p.row_us >= 0;
       out << absl::StrFormat("%-17s %12s %12s %10s %9.1f %9.1f\n", p.phase,
-                             cpu ? absl::StrFormat("%.0f", p.stock_us) : std::string("-"),
-                             cpu ? absl::StrFormat("%.0f", p.what_if_us) : std::string("-"),
-                             cpu ? absl::StrFormat("%+.0f", p.what_if_us - p.stock_us) : std::string("-"),
-                             p.stock_percent, p.what_if_percent);
-      phases[p.phase] = {{"stock_percent", p.stock_percent},
-                         {"what_if_percent", p.what_if_percent},
-                         {"stock_us", cpu ? nlohmann::json(p.stock_us) : nlohmann::json(nullptr)},
-                         {"what_if_us", cpu ? nlohmann::json(p.what_if_us) : nlohmann::json(nullptr)}};
+                             cpu ? absl::StrFormat("%.0f", p.baseline_us) : std::string("-"),
+                             cpu ? absl::StrFormat("%.0f", p.row_us) : std::string("-"),
+                             cpu ? absl::StrFormat("%+.0f", p.row_us - p.baseline_us) : std::string("-"),
+                             p.baseline_percent, p.row_percent);
+      phases[p.phase] = {{"baseline_percent", p.baseline_percent},
+                         {"row_percent", p.row_percent},
+                         {"baseline_us", cpu ? nlohmann::json(p.baseline_us) : nlohmann::json(nullptr)},
+                         {"row_us", cpu ? nlohmann::json(p.row_us) : nlohmann::json(nullptr)}};
     }
     out << "us: server CPU per connection the phase is given (its share of one recorded pass's samples times the "
            "row's median server CPU per connection of the rounds, whose interval is in the table above)\n";
@@ -254,6 +264,12 @@ absl::Status ReportPgProfiles(const pgreal::PgResult& result, const std::string&
         {"baseline", b.label}, {"profiler", c.profiler}, {"phases", phases}, {"gone", gone}, {"diff", DiffJson(c.diff)}};
   }
   if (!changes.empty()) header["profile_changes"] = changes;
+  return absl::OkStatus();
+}
+
+// Every profiled row in the exports' formats, and the page's timeline.
+absl::Status ExportProfiles(const pgreal::PgResult& result, const ExportRequest& exports, std::ostream& out,
+                            std::vector<profiling::TraceSpan>* timeline) {
   if (exports.any() || timeline != nullptr) {
     // Every profiled row in one file each: perf's profile where there is
     // one (its samples carry time, for the trace), else the built-in's.
@@ -288,10 +304,20 @@ absl::Status ReportPgProfiles(const pgreal::PgResult& result, const std::string&
     }
     if (timeline != nullptr) *timeline = std::move(spans);
   }
-  header["profiles"] = by_profiler[0];
-  header["builtin_profiles"] = by_profiler[1];
-  if (!agreement.empty()) header["profile_agreement"] = agreement;
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ReportPgProfiles(const pgreal::PgResult& result, const std::string& dir, int64_t top_n,
+                              const ExportRequest& exports, std::ostream& out, nlohmann::json& header,
+                              std::vector<HtmlPage::Figure>* figures, std::vector<profiling::TraceSpan>* timeline) {
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(dir), ": ", std::strerror(errno)));
+  }
+  if (absl::Status s = ReportRowProfiles(result, dir, top_n, out, header, figures); !s.ok()) return s;
+  if (absl::Status s = ReportProfileChanges(result, dir, out, header, figures); !s.ok()) return s;
+  return ExportProfiles(result, exports, out, timeline);
 }
 
 }  // namespace backendlab::tools

@@ -7,132 +7,143 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/row_label.h"
 #include "base/server_usage.h"
 #include "base/summary.h"
-#include "lifecycle/compare.h"
+#include "tools/flags.h"
+#include "tools/server_columns.h"
 
 namespace backendlab::tools {
 namespace {
 
-Cell PerConnectionCell(int64_t total, int64_t connections, double scale = 1) {
-  if (total < 0 || connections <= 0) return std::monostate{};
-  return static_cast<double>(total) * scale / static_cast<double>(connections);
-}
-
 // A figure per connection; -1 (not counted) is a missing value.
 Cell Counted(double value) { return value < 0 ? Cell{} : Cell{value}; }
+
+// A row's identity, from its key (pgreal/target_key.h): the label and each
+// part of it.
+std::vector<Column> IdentityColumns() {
+  return {{"server", "server"},
+          {"clients", ""},
+          {"version", ""},
+          {"build", ""},
+          {"shared_buffers_bytes", ""},
+          {"via", ""},
+          {"what_if", ""},
+          {"transport", ""},
+          {"hold", ""},
+          {"aa", ""}};
+}
+
+void SetIdentity(Report::Row& row, const pgreal::PgTargetResult& t) {
+  const pgreal::TargetKey& k = t.key;
+  row.Set("server", t.label)
+      .Set("clients", int64_t{k.clients})
+      .Set("version", t.installation.version)
+      .Set("build", t.installation.build)
+      .Set("shared_buffers_bytes", k.shared_buffers_bytes > 0 ? Cell{k.shared_buffers_bytes} : Cell{})
+      .Set("via", k.via ? Cell{k.via->label()} : Cell{})
+      .Set("what_if", k.what_if ? Cell{k.what_if->name()} : Cell{})
+      .Set("transport", std::string(pgreal::TransportName(k.transport)))
+      .Set("hold", k.hold)
+      .Set("aa", Boolean{k.copy > 0});
+}
 
 }  // namespace
 
 Report PgTable(const pgreal::PgResult& result, double precision) {
-  Report report({{"server", "server"},
-                 {"clients", ""},
-                 {"version", ""},
-                 {"build", ""},
-                 {"shared_buffers_bytes", ""},
-                 {"connections_per_second", "conn/s", 0, ColumnKind::kMedian},
-                 {"connections_per_second_vs_baseline", "conn/s vs base", 2, ColumnKind::kRatio},
-                 {"us_per_connection", "us/conn"},
-                 {"connect_p50_us", "connect p50"},
-                 {"connect_p90_us", "p90"},
-                 {"connect_p99_us", "p99"},
-                 {"client_cpu_us", "client CPU us", 1, ColumnKind::kMedian},
-                 {"client_cpu_us_vs_baseline", "", 2, ColumnKind::kRatio},
-                 {"connect_p50_us_vs_baseline", "", 2, ColumnKind::kRatio},
-                 {"server_cpu_us", "server CPU us", 0, ColumnKind::kMedian},
-                 {"server_cpu_us_vs_baseline", "CPU vs base", 2, ColumnKind::kRatio},
-                 // The postmaster's own share, and the conn/s it caps a server at.
-                 {"postmaster_cpu_us", "postmaster us", 1, ColumnKind::kMedian},
-                 {"ceiling_connections_per_second", "ceiling conn/s", 0, ColumnKind::kMedian},
-                 {"server_task_clock_us", "task-clock us"},
-                 {"server_user_us", "user"},
-                 {"server_system_us", "sys"},
-                 {"server_minor_faults", "minor"},
-                 {"server_major_faults", "major", 2},
-                 {"server_context_switches", "ctx sw"},
-                 {"server_syscalls", "syscalls"},
-                 {"via", ""},
-                 {"what_if", ""},
-                 {"transport", ""},
-                 // Connections held beside the loop (--hold): their number, the time to open them, what
-                 // each held backend takes.
-                 {"hold", ""},
-                 {"hold_open_ms", "", 1, ColumnKind::kMedian},
-                 {"hold_open_ms_per_connection", "", 3, ColumnKind::kMedian},
-                 {"hold_open_ms_per_connection_vs_fewest", "", 2, ColumnKind::kRatio},
-                 {"held_rss_kb", ""},
-                 {"held_pss_kb", ""},
-                 {"held_private_kb", ""},
-                 {"held_page_tables_kb", ""},
-                 // Against the machine (pgreal/many_connections.h): fractions.
-                 {"postmaster_busy", ""},
-                 {"cpus_busy", ""},
-                 {"client_busy", ""},
-                 {"connections_per_second_vs_fewer_clients", "", 2, ColumnKind::kRatio},
-                 // The server's own clock (18+, log_connections=setup_durations), milliseconds.
-                 {"setup_total_ms", ""},
-                 {"setup_total_ms_p90", ""},
-                 {"setup_fork_ms", ""},
-                 {"setup_fork_ms_p90", ""},
-                 {"setup_authentication_ms", ""},
-                 {"setup_authentication_ms_p90", ""},
-                 {"setup_lines", ""},
-                 {"server_backends", "backends"},
-                 {"pooler_cpu_us", "pooler CPU us"},
-                 {"connections", ""},
-                 {"kept_directory", ""},
-                 // Each round's figures, in round order, for a reader to pair again.
-                 {"rounds_server_cpu_us", ""},
-                 {"rounds_connections_per_second", ""},
-                 {"rounds_postmaster_cpu_us", ""},
-                 {"rounds_hold_open_ms", ""},
-                 {"rounds_client_cpu_us", ""},
-                 {"rounds_connect_p50_us", ""}});
+  std::vector<Column> columns = IdentityColumns();
+  for (Column& c : ServerColumns(ServerColumnsShown::kAll)) columns.push_back(std::move(c));
+  for (Column c : std::initializer_list<Column>{
+           {"us_per_connection", "us/conn"},
+           {"connect_us_p50", "connect p50"},
+           {"connect_us_p90", "p90"},
+           {"connect_us_p99", "p99"},
+           {"client_cpu_us", "client CPU us", 1, ColumnKind::kMedian},
+           {"client_cpu_us_vs_baseline", "", 2, ColumnKind::kRatio},
+           {"connect_us_p50_vs_baseline", "", 2, ColumnKind::kRatio},
+           // Connections held beside the loop: the time to open them, what each held backend takes.
+           {"hold_open_ms", "", 1, ColumnKind::kMedian},
+           {"hold_open_ms_per_connection", "", 3, ColumnKind::kMedian},
+           {"hold_open_ms_per_connection_vs_fewest_held", "", 2, ColumnKind::kRatio},
+           {"held_rss_kb", ""},
+           {"held_pss_kb", ""},
+           {"held_private_kb", ""},
+           {"held_page_tables_kb", ""},
+           // Against the machine (pgreal/many_connections.h): fractions.
+           {"postmaster_busy", ""},
+           {"cpus_busy", ""},
+           {"client_busy", ""},
+           {"connections_per_second_vs_fewer_clients", "", 2, ColumnKind::kRatio},
+           // The server's own clock (18+, log_connections=setup_durations), milliseconds.
+           {"setup_total_ms_p50", ""},
+           {"setup_total_ms_p90", ""},
+           {"setup_fork_ms_p50", ""},
+           {"setup_fork_ms_p90", ""},
+           {"setup_authentication_ms_p50", ""},
+           {"setup_authentication_ms_p90", ""},
+           {"setup_lines", ""},
+           {"server_backends", "backends"},
+           {"pooler_cpu_us", "pooler CPU us"},
+           {"connections", ""},
+           {"kept_directory", ""},
+           {"rounds_hold_open_ms", ""},
+           {"rounds_client_cpu_us", ""},
+           {"rounds_connect_us_p50", ""}}) {
+    columns.push_back(std::move(c));
+  }
+  Report report(std::move(columns));
   for (size_t i = 0; i < result.targets.size(); ++i) {
     const pgreal::PgTargetResult& t = result.targets[i];
     const ServerStats& st = result.stats[i];
+    const pgreal::ClientStats& client = result.client_stats[i];
     const Summary connect = t.loop.connect_ns.Summarize(1e-3);
-    const int64_t n = t.loop.connections;
-    const ServerUsage all = Merged(t.server_rounds);
-    const PerConnection per = PerConnectionOf(all);
-    const bool counted = !t.server_rounds.empty();
-    const double rate = st.rate.median;
-    const pgreal::ServerClock& clock = result.clocks[i];
-    const bool timed = clock.timed && clock.lines > 0;
-    auto ms = [&](double v) { return timed ? Cell{v} : Cell{}; };
-    const pgreal::HoldStats& hold = result.holds[i];
+    Report::Row row = report.NewRow();
+    SetIdentity(row, t);
+    SetServerCells(row, st, t.server_rounds, t.rates, precision);
+    row.Set("us_per_connection", st.rate.median > 0 ? Cell{1e6 / st.rate.median} : Cell{})
+        .Set("connect_us_p50", connect.median)
+        .Set("connect_us_p90", connect.p90)
+        .Set("connect_us_p99", connect.p99)
+        .Set("client_cpu_us", EstimateOf(client.cpu_us))
+        .Set("client_cpu_us_vs_baseline", RatioCell(client.cpu_vs_baseline))
+        .Set("connect_us_p50_vs_baseline", RatioCell(client.connect_vs_baseline))
+        .Set("connections", t.loop.connections)
+        .Set("kept_directory", t.kept_directory.empty() ? Cell{} : Cell{t.kept_directory})
+        .Set("rounds_hold_open_ms", Values(t.hold_open_ms))
+        .Set("rounds_client_cpu_us", Values(t.client_cpu_us))
+        .Set("rounds_connect_us_p50", Values(t.connect_p50_us));
+    if (const pgreal::HoldStats& hold = result.holds[i]; hold.held) {
+      row.Set("hold_open_ms", EstimateOf(hold.open_ms))
+          .Set("hold_open_ms_per_connection", EstimateOf(hold.open_ms_per_connection))
+          .Set("hold_open_ms_per_connection_vs_fewest_held", RatioCell(hold.per_connection_vs_fewest));
+    }
+    if (const std::optional<ProcessMemory>& m = result.holds[i].memory) {
+      row.Set("held_rss_kb", m->rss_kb)
+          .Set("held_pss_kb", m->pss_kb)
+          .Set("held_private_kb", m->private_kb)
+          .Set("held_page_tables_kb", m->page_tables_kb);
+    }
     const pgreal::Saturation& saturation = result.saturation.rows[i];
-    auto memory = [&](int64_t ProcessMemory::*field) { return hold.memory ? Cell{(*hold.memory).*field} : Cell{}; };
-    auto fraction = [](double v) { return v < 0 ? Cell{} : Cell{v}; };
-    report.AddRow({t.label, int64_t{t.clients}, t.installation.version, t.installation.build,
-                   t.shared_buffers_bytes > 0 ? Cell{t.shared_buffers_bytes} : Cell{}, EstimateOf(st.rate),
-                   RatioCell(st.rate_vs_baseline, precision), rate > 0 ? Cell{1e6 / rate} : Cell{}, connect.median, connect.p90,
-                   connect.p99, EstimateOf(result.client_stats[i].cpu_us),
-                   RatioCell(result.client_stats[i].cpu_vs_baseline), RatioCell(result.client_stats[i].connect_vs_baseline),
-                   st.has_cpu ? Cell{EstimateOf(st.cpu_us)} : Cell{}, RatioCell(st.cpu_vs_baseline, precision),
-                   st.has_postmaster_cpu ? Cell{EstimateOf(st.postmaster_cpu_us)} : Cell{},
-                   st.has_postmaster_cpu ? Cell{EstimateOf(st.ceiling)} : Cell{},
-                   counted ? Counted(per.task_clock_us) : Cell{},
-                   counted ? Counted(per.user_us) : Cell{}, counted ? Counted(per.system_us) : Cell{},
-                   counted ? Counted(per.minor_faults) : Cell{}, counted ? Counted(per.major_faults) : Cell{},
-                   counted ? Counted(per.context_switches) : Cell{}, counted ? Counted(per.syscalls) : Cell{},
-                   t.via.empty() ? Cell{} : Cell{t.via}, t.what_if.empty() ? Cell{} : Cell{t.what_if},
-                   std::string(pgreal::TransportName(t.transport)), t.hold,
-                   hold.held ? Cell{EstimateOf(hold.open_ms)} : Cell{},
-                   hold.held ? Cell{EstimateOf(hold.open_ms_per_connection)} : Cell{},
-                   hold.held ? RatioCell(hold.per_connection_vs_fewest) : Cell{}, memory(&ProcessMemory::rss_kb),
-                   memory(&ProcessMemory::pss_kb), memory(&ProcessMemory::private_kb),
-                   memory(&ProcessMemory::page_tables_kb), fraction(saturation.postmaster_busy),
-                   fraction(saturation.cpus_busy), fraction(saturation.client_busy),
-                   RatioCell(saturation.rate_vs_previous),
-                   ms(clock.server.total_ms.median), ms(clock.server.total_ms.p90), ms(clock.server.fork_ms.median),
-                   ms(clock.server.fork_ms.p90), ms(clock.server.authentication_ms.median),
-                   ms(clock.server.authentication_ms.p90), clock.timed ? Cell{clock.lines} : Cell{}, t.server_backends >= 0 ? Cell{t.server_backends} : Cell{},
-                   t.pooler_available ? PerConnectionCell(t.pooler_cpu_ns, all.connections, 1e-3) : Cell{}, n,
-                   t.kept_directory.empty() ? Cell{} : Cell{t.kept_directory}, Values(CpuUsByRound(t.server_rounds)),
-                   Values(t.rates),
-                   Values(PerRound(t.server_rounds, [](const PerConnection& p) { return p.postmaster_cpu_us; })),
-                   Values(t.hold_open_ms), Values(t.client_cpu_us), Values(t.connect_p50_us)});
+    row.Set("postmaster_busy", Counted(saturation.postmaster_busy))
+        .Set("cpus_busy", Counted(saturation.cpus_busy))
+        .Set("client_busy", Counted(saturation.client_busy))
+        .Set("connections_per_second_vs_fewer_clients", RatioCell(saturation.rate_vs_previous));
+    if (const pgreal::ServerClock& clock = result.clocks[i]; clock.timed) {
+      row.Set("setup_lines", clock.lines);
+      if (clock.lines > 0) {
+        row.Set("setup_total_ms_p50", clock.server.total_ms.median)
+            .Set("setup_total_ms_p90", clock.server.total_ms.p90)
+            .Set("setup_fork_ms_p50", clock.server.fork_ms.median)
+            .Set("setup_fork_ms_p90", clock.server.fork_ms.p90)
+            .Set("setup_authentication_ms_p50", clock.server.authentication_ms.median)
+            .Set("setup_authentication_ms_p90", clock.server.authentication_ms.p90);
+      }
+    }
+    if (t.server_backends >= 0) row.Set("server_backends", t.server_backends);
+    if (t.pooler_available) {
+      row.Set("pooler_cpu_us", Counted(PerConnectionValue(t.pooler_cpu_ns, Merged(t.server_rounds).connections, 1e-3)));
+    }
+    report.AddRow(std::move(row));
   }
   return report;
 }
@@ -166,31 +177,31 @@ void PrintPgNotes(const pgreal::PgResult& result, const pgreal::PgRunOptions& op
            "backends: the server's backends forked for the pooler over the run (new children of the postmaster at\n"
            "each loop's end); the direct rows fork one per connection.\n";
     for (const pgreal::PgTargetResult& t : result.targets) {
-      if (t.via.empty()) continue;
+      if (!t.key.via) continue;
       out << absl::StrFormat("%s: %d server backends for %d client connections\n", t.label, t.server_backends,
                              t.loop.connections + result.run.rounds * options.loop.warmup);
     }
   }
   if (!result.restored.empty()) out << result.restored << "\n";
   bool what_if = false;
-  for (const pgreal::PgTargetResult& t : result.targets) what_if = what_if || !t.what_if.empty();
+  for (const pgreal::PgTargetResult& t : result.targets) what_if = what_if || t.key.what_if.has_value();
   if (what_if) {
     out << "+NAME: the stock server with one change (a what-if, pgreal/README.md), from a copy of the same data\n"
            "directory, measured in the same rounds:\n";
-    std::vector<std::string> said;
+    std::vector<pgreal::WhatIf> said;
     for (const pgreal::PgTargetResult& t : result.targets) {
-      if (t.what_if.empty() || std::find(said.begin(), said.end(), t.what_if) != said.end()) continue;
-      said.push_back(t.what_if);
-      out << "  +" << t.what_if << ": " << pgreal::DescribeWhatIf(t.what_if) << "\n";
+      if (!t.key.what_if || std::find(said.begin(), said.end(), *t.key.what_if) != said.end()) continue;
+      said.push_back(*t.key.what_if);
+      out << "  +" << t.key.what_if->name() << ": " << t.key.what_if->description() << "\n";
     }
     if (result.huge_pages_added > 0) {
       out << absl::StrFormat("  vm.nr_hugepages was grown by %d for the run, and put back after it\n",
                              result.huge_pages_added);
     }
   }
-  if (!result.server_figures_note.empty()) out << "server-side figures " << result.server_figures_note << "\n";
+  if (!result.server_figures_note.empty()) out << "server-side figures " << InFlagWords(result.server_figures_note) << "\n";
   for (const pgreal::PgTargetResult& t : result.targets) {
-    if (!t.kept_directory.empty() && t.via.empty()) out << "kept (--keep): " << t.label << ": " << t.kept_directory << "\n";
+    if (!t.kept_directory.empty() && !t.key.via) out << "kept (--keep): " << t.label << ": " << t.kept_directory << "\n";
   }
   if (!options.server_counters) out << "server counters off (--server-counters=off): their columns are empty.\n";
   if (!result.targets.empty()) {
@@ -212,7 +223,7 @@ bool Over20Percent(double a, double b) { return b > 0 && (a > 1.2 * b || a < b /
 bool PrintServerClock(const pgreal::PgResult& result, std::ostream& out) {
   bool any_timed = false;
   for (const pgreal::ServerClock& c : result.clocks) any_timed = any_timed || c.timed;
-  if (result.targets.empty() || result.targets[0].installation.major == 0) return false;
+  if (result.targets.empty() || result.targets[0].key.major == 0) return false;
   Report table({{"server", "server"},
                 {"connect", "tool: connect ms p50 / p90"},
                 {"total", "server: setup total"},
@@ -225,7 +236,7 @@ bool PrintServerClock(const pgreal::PgResult& result, std::ostream& out) {
   for (size_t i = 0; i < result.targets.size(); ++i) {
     const pgreal::PgTargetResult& t = result.targets[i];
     const pgreal::ServerClock& c = result.clocks[i];
-    if (!t.via.empty()) continue;
+    if (t.key.via) continue;
     Cell total, fork, auth, lines;
     if (c.timed && c.lines > 0) {
       total = Ms(c.server.total_ms);
@@ -234,13 +245,22 @@ bool PrintServerClock(const pgreal::PgResult& result, std::ostream& out) {
       lines = c.missing > 0 ? absl::StrCat(c.lines, " (", c.missing, " missing)") : absl::StrCat(c.lines);
     } else if (c.timed) {
       total = std::string("no line logged");
-    } else if (t.installation.major < 18) {
+    } else if (t.key.major < 18) {
       total = std::string("the server does not time its set-up (18+)");
     } else {
       total = std::string("not logged in this row (its +setup-durations row logs)");
     }
-    table.AddRow({t.label, Ms(c.connect_ms), total, fork, auth, lines, Us(c.fork_cpu_us), Us(c.auth_cpu_us),
-                  Us(c.init_cpu_us)});
+    Report::Row row = table.NewRow();
+    row.Set("server", t.label)
+        .Set("connect", Ms(c.connect_ms))
+        .Set("total", total)
+        .Set("fork", fork)
+        .Set("authentication", auth)
+        .Set("lines", lines)
+        .Set("fork_cpu", Us(c.fork_cpu_us))
+        .Set("auth_cpu", Us(c.auth_cpu_us))
+        .Set("init_cpu", Us(c.init_cpu_us));
+    table.AddRow(std::move(row));
   }
   out << "\nthe server's own clock (log_connections=setup_durations, 18+) beside the tool's, ms median / p90:\n";
   table.PrintText(out);
@@ -253,7 +273,7 @@ bool PrintServerClock(const pgreal::PgResult& result, std::ostream& out) {
   for (size_t i = 0; i < result.targets.size(); ++i) {
     const pgreal::PgTargetResult& t = result.targets[i];
     const pgreal::ServerClock& c = result.clocks[i];
-    if (!t.via.empty() || !c.timed || c.lines == 0) continue;
+    if (t.key.via || !c.timed || c.lines == 0) continue;
     const double connect = c.connect_ms.median;
     const double total = c.server.total_ms.median;
     if (Over20Percent(connect, total)) {
@@ -261,7 +281,7 @@ bool PrintServerClock(const pgreal::PgResult& result, std::ostream& out) {
           "%s: the tool's connect (%.3f ms) is %.0f %% over the server's total (%.3f ms): %.3f ms before accept() "
           "and after ReadyForQuery, the client's side of the exchange%s\n",
           t.label, connect, 100 * (connect / total - 1), total, connect - total,
-          t.clients > 1 ? ", with other clients' connections queued at the postmaster" : "");
+          t.key.clients > 1 ? ", with other clients' connections queued at the postmaster" : "");
     }
     if (c.fork_cpu_us >= 0 && Over20Percent(c.server.fork_ms.median * 1000, c.fork_cpu_us)) {
       out << absl::StrFormat(
@@ -276,7 +296,7 @@ bool PrintServerClock(const pgreal::PgResult& result, std::ostream& out) {
   }
   for (size_t i = 0; i < result.targets.size(); ++i) {
     const pgreal::PgTargetResult& t = result.targets[i];
-    if (t.what_if != "setup-durations") continue;
+    if (!t.key.what_if || t.key.what_if->kind != pgreal::WhatIfKind::kSetupDurations) continue;
     const ServerStats& st = result.stats[i];
     out << t.label << ": what the logging costs (this row over its stock one, paired in the rounds): conn/s "
         << TextOf(RatioCell(st.rate_vs_baseline), 2) << ", server CPU "
@@ -297,11 +317,11 @@ std::string BoundText(std::string_view bound, int cpus) {
   return "";
 }
 
-}  // namespace
 
-void PrintManyConnections(const pgreal::PgResult& result, int cpus, std::ostream& out) {
+// What a connection costs each side by transport (--tcp, --ssl).
+void PrintTransports(const pgreal::PgResult& result, std::ostream& out) {
   bool over_tcp = false;
-  for (const pgreal::PgTargetResult& t : result.targets) over_tcp = over_tcp || t.transport != pgreal::Transport::kUnix;
+  for (const pgreal::PgTargetResult& t : result.targets) over_tcp = over_tcp || t.key.transport != pgreal::Transport::kUnix;
   if (over_tcp) {
     Report table({{"server", "server"},
                   {"server_cpu", "server CPU us", 0, ColumnKind::kMedian},
@@ -313,9 +333,15 @@ void PrintManyConnections(const pgreal::PgResult& result, int cpus, std::ostream
     for (size_t i = 0; i < result.targets.size(); ++i) {
       const ServerStats& st = result.stats[i];
       const pgreal::ClientStats& c = result.client_stats[i];
-      table.AddRow({result.targets[i].label, st.has_cpu ? Cell{EstimateOf(st.cpu_us)} : Cell{},
-                    RatioCell(st.cpu_vs_baseline), EstimateOf(c.cpu_us), RatioCell(c.cpu_vs_baseline),
-                    EstimateOf(c.connect_p50_us), RatioCell(c.connect_vs_baseline)});
+      Report::Row row = table.NewRow();
+      row.Set("server", result.targets[i].label)
+          .Set("server_cpu", st.has_cpu ? Cell{EstimateOf(st.cpu_us)} : Cell{})
+          .Set("server_vs", RatioCell(st.cpu_vs_baseline))
+          .Set("client_cpu", EstimateOf(c.cpu_us))
+          .Set("client_vs", RatioCell(c.cpu_vs_baseline))
+          .Set("connect", EstimateOf(c.connect_p50_us))
+          .Set("connect_vs", RatioCell(c.connect_vs_baseline));
+      table.AddRow(std::move(row));
     }
     out << "\nwhat a connection costs each side, by transport (--tcp, --ssl), per connection:\n";
     table.PrintText(out);
@@ -323,8 +349,12 @@ void PrintManyConnections(const pgreal::PgResult& result, int cpus, std::ostream
            "  own base), paired in the rounds. client CPU: the tool's libpq, with SCRAM its key derivation; connect:\n"
            "  each round's median PQconnectStart to CONNECTION_OK.\n";
   }
+}
+
+// Connections held beside the loop (--hold).
+void PrintHolds(const pgreal::PgResult& result, std::ostream& out) {
   bool held = false;
-  for (const pgreal::PgTargetResult& t : result.targets) held = held || t.hold > 0;
+  for (const pgreal::PgTargetResult& t : result.targets) held = held || t.key.hold > 0;
   if (held) {
     Report table({{"server", "server"},
                   {"hold", "hold"},
@@ -347,15 +377,27 @@ void PrintManyConnections(const pgreal::PgResult& result, int cpus, std::ostream
       const ServerStats& st = result.stats[i];
       const Summary connect = t.loop.connect_ns.Summarize(1e-3);
       const PerConnection per = PerConnectionOf(Merged(t.server_rounds));
-      auto memory = [&](int64_t ProcessMemory::*field) { return h.memory ? Cell{(*h.memory).*field} : Cell{}; };
-      table.AddRow({t.label, t.hold, h.held ? Cell{EstimateOf(h.open_ms)} : Cell{},
-                    h.held ? Cell{EstimateOf(h.open_ms_per_connection)} : Cell{},
-                    h.held ? RatioCell(h.per_connection_vs_fewest) : Cell{}, connect.median, connect.p99,
-                    st.has_cpu ? Cell{EstimateOf(st.cpu_us)} : Cell{}, RatioCell(st.cpu_vs_baseline),
-                    t.server_rounds.empty() ? Cell{} : Cell{per.minor_faults + per.major_faults},
-                    st.has_postmaster_cpu ? Cell{EstimateOf(st.postmaster_cpu_us)} : Cell{},
-                    memory(&ProcessMemory::private_kb), memory(&ProcessMemory::pss_kb), memory(&ProcessMemory::rss_kb),
-                    memory(&ProcessMemory::page_tables_kb)});
+      Report::Row row = table.NewRow();
+      row.Set("server", t.label)
+          .Set("hold", t.key.hold)
+          .Set("p50", connect.median)
+          .Set("p99", connect.p99)
+          .Set("cpu", st.has_cpu ? Cell{EstimateOf(st.cpu_us)} : Cell{})
+          .Set("vs_base", RatioCell(st.cpu_vs_baseline))
+          .Set("faults", t.server_rounds.empty() ? Cell{} : Cell{per.minor_faults + per.major_faults})
+          .Set("postmaster", st.has_postmaster_cpu ? Cell{EstimateOf(st.postmaster_cpu_us)} : Cell{});
+      if (h.held) {
+        row.Set("open", EstimateOf(h.open_ms))
+            .Set("per", EstimateOf(h.open_ms_per_connection))
+            .Set("vs", RatioCell(h.per_connection_vs_fewest));
+      }
+      if (h.memory) {
+        row.Set("private", h.memory->private_kb)
+            .Set("pss", h.memory->pss_kb)
+            .Set("rss", h.memory->rss_kb)
+            .Set("pte", h.memory->page_tables_kb);
+      }
+      table.AddRow(std::move(row));
     }
     out << "\nconnections held beside the loop (--hold), per row:\n";
     table.PrintText(out);
@@ -363,11 +405,16 @@ void PrintManyConnections(const pgreal::PgResult& result, int cpus, std::ostream
            "  over their number; vs fewest: that per-connection time over the row holding the fewest, paired in the\n"
            "  rounds: slower means opening N took more than N times one connection's share, growth faster than linear.\n"
            "connect, server CPU, faults, postmaster: the loop's new connections beside the held ones (the held\n"
-           "  backends' own lives are not counted); CPU vs base: over the same server holding the fewest.\n"
+           "  backends' own lives are not counted); CPU vs base: over the row's base, as in the first table (a row\n"
+           "  holding connections over the same server holding the first --hold entry's; that row over the first server).\n"
            "held private kB: memory each held backend has alone (smaps_rollup's Private_Clean + Private_Dirty: what\n"
            "  its exit frees); PSS shares its shared pages among their mappers; RSS counts them whole; PTE: its page\n"
            "  tables (VmPTE). Each the median held backend of a round, the median over the rounds.\n";
   }
+}
+
+// conn/s against the postmaster's ceiling as the clients grow (--clients).
+void PrintSaturation(const pgreal::PgResult& result, int cpus, std::ostream& out) {
   if (result.saturation.series.empty()) return;
   Report table({{"server", "server"},
                 {"clients", "clients"},
@@ -382,9 +429,16 @@ void PrintManyConnections(const pgreal::PgResult& result, int cpus, std::ostream
       const pgreal::PgTargetResult& t = result.targets[i];
       const ServerStats& st = result.stats[i];
       const pgreal::Saturation& s = result.saturation.rows[i];
-      table.AddRow({t.label, int64_t{t.clients}, EstimateOf(st.rate), RatioCell(s.rate_vs_previous),
-                    st.has_postmaster_cpu ? Cell{EstimateOf(st.ceiling)} : Cell{},
-                    Percent(s.postmaster_busy), Percent(s.cpus_busy), Percent(s.client_busy)});
+      Report::Row row = table.NewRow();
+      row.Set("server", t.label)
+          .Set("clients", int64_t{t.key.clients})
+          .Set("rate", EstimateOf(st.rate))
+          .Set("vs", RatioCell(s.rate_vs_previous))
+          .Set("ceiling", st.has_postmaster_cpu ? Cell{EstimateOf(st.ceiling)} : Cell{})
+          .Set("postmaster", Percent(s.postmaster_busy))
+          .Set("cpus", Percent(s.cpus_busy))
+          .Set("client", Percent(s.client_busy));
+      table.AddRow(std::move(row));
     }
   }
   out << "\nconn/s against the postmaster's ceiling, as the clients grow (--clients):\n";
@@ -394,17 +448,17 @@ void PrintManyConnections(const pgreal::PgResult& result, int cpus, std::ostream
          "  server's and the client's of all "
       << cpus << " CPUs, the client's (the tool's loop, one thread) of one core.\n";
   for (const pgreal::SaturationSeries& series : result.saturation.series) {
-    const std::string& name = result.targets[series.rows.front()].series;
+    const std::string name = result.targets[series.rows.front()].key.Label({.clients = false, .hold = result.shows.hold});
     const size_t at = series.saturated_at.value_or(series.rows.back());
     const pgreal::Saturation& s = result.saturation.rows[at];
     if (series.saturated_at) {
       // A saturated row has a next: the one whose rate did not grow.
       const size_t next = *(std::find(series.rows.begin(), series.rows.end(), at) + 1);
-      out << name << ": saturated at " << lifecycle::ClientsText(result.targets[at].clients) << ", as far as this run resolves: at "
-          << result.targets[next].clients << " conn/s was "
+      out << name << ": saturated at " << ClientsText(result.targets[at].key.clients) << ", as far as this run resolves: at "
+          << result.targets[next].key.clients << " conn/s was "
           << TextOf(RatioCell(result.saturation.rows[next].rate_vs_previous), 2) << " of that";
     } else {
-      out << name << ": conn/s still grew up to " << lifecycle::ClientsText(result.targets[at].clients)
+      out << name << ": conn/s still grew up to " << ClientsText(result.targets[at].key.clients)
           << ", the most asked for: not saturated in this run";
     }
     if (series.bound.empty()) {
@@ -419,6 +473,14 @@ void PrintManyConnections(const pgreal::PgResult& result, int cpus, std::ostream
           << Percent(s.postmaster_busy) << " of its core)\n";
     }
   }
+}
+
+}  // namespace
+
+void PrintManyConnections(const pgreal::PgResult& result, int cpus, std::ostream& out) {
+  PrintTransports(result, out);
+  PrintHolds(result, out);
+  PrintSaturation(result, cpus, out);
 }
 
 }  // namespace backendlab::tools

@@ -34,41 +34,13 @@
 #include "tools/exports_report.h"
 #include "tools/html_report.h"
 #include "tools/machine_header.h"
+#include "tools/profile_flags.h"
 #include "tools/profile_report.h"
 #include "tools/report.h"
+#include "tools/progress.h"
 
 namespace backendlab::tools {
 namespace {
-
-constexpr FlagSpec kProfileFlags[] = {
-    {"frequency", "1000", "samples per second of the sampled clock, 1..100000"},
-    {"clock", "cpu", "cpu: CPU time (where CPU goes); wall: wall-clock time, blocked time included"},
-    {"unwinder", "auto", "fp (frame pointers: cheap; the profile preset), libunwind (DWARF: any build, slower), or auto: fp in a frame-pointer build"},
-    {"out", "backendlab-profile", "directory for the folded stacks, flame graphs and summary (created)"},
-    {"top", "15", "functions in the top-N tables"},
-    {"perf", "off", "on (or --perf alone): also run the workload under perf record -e cpu-clock --call-graph=fp, side by side"},
-    {"baseline", "", "layout/exit-check[/catcache[/syscache]]: also profile that configuration, same flags, first; write and print this one's diff against it"},
-    {"html", "", "also write one self-contained HTML page: the phase table, the flame graphs (the diff too), the phase timeline"},
-};
-
-std::vector<FlagSpec> AllFlags() {
-  std::vector<FlagSpec> all(CycleFlagSpecs().begin(), CycleFlagSpecs().end());
-  all.insert(all.end(), std::begin(kProfileFlags), std::end(kProfileFlags));
-  all.insert(all.end(), ExportFlagSpecs().begin(), ExportFlagSpecs().end());
-  return all;
-}
-
-// Whether `arg` is one of profile's own flags (--name=value, or an on/off
-// flag alone), which `cycle` under perf must not be given.
-bool IsProfileFlag(std::string_view arg) {
-  std::vector<FlagSpec> own(std::begin(kProfileFlags), std::end(kProfileFlags));
-  own.insert(own.end(), ExportFlagSpecs().begin(), ExportFlagSpecs().end());
-  for (const FlagSpec& f : own) {
-    const std::string flag = absl::StrCat("--", std::string(f.name));
-    if (arg == flag || arg.starts_with(flag + "=")) return true;
-  }
-  return false;
-}
 
 // The same workload (`cycle` with the same flags) under perf record, its
 // stacks folded like the sampler's. `say` prints as it goes.
@@ -116,111 +88,92 @@ std::string ProfileUsage() {
       "sample with the backend's phase; writes folded stacks (all, per phase), SVG flame graphs\n"
       "and a summary, and prints the top functions. --perf=on also runs the workload under\n"
       "perf record and prints both rankings side by side.\n\n",
-      FlagsHelp(AllFlags()));
+      FlagsHelp(ProfileFlags()));
 }
 
+namespace {
+
+// The run's views as files (its baseline's under baseline/), and the diff
+// against the baseline; `figures` gets the page's flame graphs.
+absl::Status WriteProfileFiles(const ProfileRequest& request, const lifecycle::ProfileRun& run,
+                               const std::optional<lifecycle::ProfileRun>& base_run,
+                               std::optional<profiling::FoldedDiff>& diff, std::vector<std::string>& written,
+                               std::vector<HtmlPage::Figure>& figures) {
+  const std::string& dir = request.dir;
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(dir), ": ", std::strerror(errno)));
+  }
+  for (const profiling::ProfileView& view : run.views.views) {
+    std::string svg;
+    const bool shown = request.html && (view.name == "all" || view.name == "phases");
+    if (absl::Status s = WriteView(dir, view, written, shown ? &svg : nullptr); !s.ok()) return s;
+    if (shown) figures.push_back({view.title, std::move(svg)});
+  }
+  if (!base_run || run.cycle.interrupted) return absl::OkStatus();
+  const std::string base_dir = dir + "/baseline";
+  if (mkdir(base_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(base_dir), ": ", std::strerror(errno)));
+  }
+  for (const profiling::ProfileView& view : base_run->views.views) {
+    if (absl::Status s = WriteView(base_dir, view, written); !s.ok()) return s;
+  }
+  const std::string base_name = absl::StrJoin(*request.baseline, "/");
+  const std::string name = ConfigurationName(request.options);
+  diff = lifecycle::ProfileDiff(*base_run, base_name, run, name, *request.options.sampler);
+  const std::string title = absl::StrCat(name, " against ", base_name);
+  std::string svg;
+  if (absl::Status s = WriteDiff(dir, "diff", title, *diff, written, request.html ? &svg : nullptr); !s.ok()) return s;
+  if (request.html) figures.push_back({absl::StrCat("differential flame graph: ", title), std::move(svg)});
+  return absl::OkStatus();
+}
+
+// The traced backends' phases on a timeline, in connection order.
+std::vector<profiling::TraceSpan> SpansOf(std::vector<lifecycle::BackendRecord>& traced) {
+  std::sort(traced.begin(), traced.end(), [](const lifecycle::BackendRecord& x, const lifecycle::BackendRecord& y) {
+    return x.sequence < y.sequence;
+  });
+  std::vector<profiling::TraceSpan> spans;
+  for (const lifecycle::BackendRecord& r : traced) {
+    for (profiling::TraceSpan& span : lifecycle::SpansOf(r)) spans.push_back(std::move(span));
+  }
+  return spans;
+}
+
+}  // namespace
+
 absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& out) {
-  const std::vector<FlagSpec> specs = AllFlags();
-  absl::StatusOr<Flags> flags = Flags::Parse(args, specs);
+  absl::StatusOr<Flags> flags = Flags::Parse(args, ProfileFlags());
   if (!flags.ok()) return flags.status();
-  absl::StatusOr<lifecycle::CycleOptions> options = CycleOptionsFromFlags(*flags);
-  if (!options.ok()) return options.status();
-  profiling::SamplerOptions sampler;
-  absl::StatusOr<int64_t> frequency = flags->GetInt("frequency", 1, 100'000);
-  if (!frequency.ok()) return frequency.status();
-  sampler.frequency_hz = static_cast<int>(*frequency);
-  if (flags->Has("clock")) {
-    absl::StatusOr<profiling::SampleClock> clock = profiling::ParseSampleClock(flags->Get("clock"));
-    if (!clock.ok()) return clock.status();
-    sampler.clock = *clock;
-  }
-  sampler.unwinder = kFramePointers ? profiling::Unwinder::kFramePointers : profiling::Unwinder::kLibunwind;
-  if (flags->Has("unwinder") && flags->Get("unwinder") != "auto") {
-    absl::StatusOr<profiling::Unwinder> unwinder = profiling::ParseUnwinder(flags->Get("unwinder"));
-    if (!unwinder.ok()) return unwinder.status();
-    sampler.unwinder = *unwinder;
-  }
-  absl::StatusOr<int64_t> top_n = flags->GetInt("top", 1, 1000);
-  if (!top_n.ok()) return top_n.status();
-  absl::StatusOr<bool> perf = flags->GetBool("perf");
-  if (!perf.ok()) return perf.status();
-  // perf records cpu-clock: beside a wall-clock profile its ranking, and the
-  // agreement printed between them, would compare two different clocks.
-  if (*perf && sampler.clock == profiling::SampleClock::kWall) {
-    return absl::InvalidArgumentError(
-        "--perf records CPU time (cpu-clock): with --clock=wall the two rankings would be of different clocks; "
-        "use --clock=cpu to compare them");
-  }
-  absl::StatusOr<ExportRequest> exports = ExportRequestFromFlags(*flags);
-  if (!exports.ok()) return exports.status();
-  std::optional<std::vector<std::string>> baseline;
-  if (flags->Has("baseline")) {
-    absl::StatusOr<std::vector<std::string>> names = ParseBaseline(flags->Get("baseline"));
-    if (!names.ok()) return names.status();
-    baseline = *names;
-  }
-  // Found out now, not after the run: an --out that is a file or not
-  // writable. It is created only once there is a profile to put in it.
-  if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;
-  const std::string dir = flags->Get("out");  // never empty: the parser refuses empty values
-  options->sampler = sampler;
-  if (isatty(STDERR_FILENO)) {
-    options->progress = [](const std::string& line) { std::fprintf(stderr, "\r%s\033[K", line.c_str()); };
-  }
+  absl::StatusOr<ProfileRequest> request = ProfileFromFlags(*flags);
+  if (!request.ok()) return request.status();
+  lifecycle::CycleOptions& options = request->options;
+  ProgressLine progress;  // erased on every path out
+  options.progress = progress.Callback();
 
   // The baseline first, with the same flags but its configuration.
   std::optional<lifecycle::ProfileRun> base_run;
-  if (baseline) {
-    absl::StatusOr<lifecycle::ProfileRun> r = lifecycle::RunProfile(WithConfiguration(*options, *baseline));
-    if (!r.ok()) {
-      if (options->progress) std::fprintf(stderr, "\r\033[K");
-      return r.status();
-    }
+  if (request->baseline) {
+    absl::StatusOr<lifecycle::ProfileRun> r = lifecycle::RunProfile(WithConfiguration(options, *request->baseline));
+    if (!r.ok()) return r.status();
+    if (r->cycle.interrupted) return StoppedStatus();  // cut short: nothing to set against
     base_run = *std::move(r);
-  }
-  if (base_run && base_run->cycle.interrupted) {
-    if (options->progress) std::fprintf(stderr, "\r\033[K");
-    return StoppedStatus();  // the baseline's run was cut short: nothing to set against
   }
   // The trace's backends: the first --trace-connections measured ones'
   // records, kept as they arrive (in the order they are reaped).
   std::vector<lifecycle::BackendRecord> traced;
-  const bool html = flags->Has("html");
-  if (!exports->trace.empty() || html) {
-    const int64_t first = options->hold + options->warmup, k = exports->trace_connections;
-    options->on_record = [&traced, first, k](const lifecycle::BackendRecord& r) {
+  if (!request->exports.trace.empty() || request->html) {
+    const int64_t first = options.hold + options.warmup, k = request->exports.trace_connections;
+    options.on_record = [&traced, first, k](const lifecycle::BackendRecord& r) {
       if (r.sequence - first < k) traced.push_back(r);
     };
   }
-  absl::StatusOr<lifecycle::ProfileRun> run = lifecycle::RunProfile(*options);
-  if (options->progress) std::fprintf(stderr, "\r\033[K");
+  absl::StatusOr<lifecycle::ProfileRun> run = lifecycle::RunProfile(options);
+  progress.Clear();
   if (!run.ok()) return run.status();
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(dir), ": ", std::strerror(errno)));
-  }
   std::vector<std::string> written;
   std::vector<HtmlPage::Figure> figures;
-  for (const profiling::ProfileView& view : run->views.views) {
-    std::string svg;
-    const bool shown = html && (view.name == "all" || view.name == "phases");
-    if (absl::Status s = WriteView(dir, view, written, shown ? &svg : nullptr); !s.ok()) return s;
-    if (shown) figures.push_back({view.title, std::move(svg)});
-  }
   std::optional<profiling::FoldedDiff> diff;
-  if (base_run && !run->cycle.interrupted) {
-    const std::string base_dir = dir + "/baseline";
-    if (mkdir(base_dir.c_str(), 0755) != 0 && errno != EEXIST) {
-      return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(base_dir), ": ", std::strerror(errno)));
-    }
-    for (const profiling::ProfileView& view : base_run->views.views) {
-      if (absl::Status s = WriteView(base_dir, view, written); !s.ok()) return s;
-    }
-    diff = lifecycle::ProfileDiff(*base_run, absl::StrJoin(*baseline, "/"), *run, ConfigurationName(*options), sampler);
-    const std::string title = absl::StrCat(ConfigurationName(*options), " against ", absl::StrJoin(*baseline, "/"));
-    std::string svg;
-    if (absl::Status s = WriteDiff(dir, "diff", title, *diff, written, html ? &svg : nullptr); !s.ok()) return s;
-    if (html) figures.push_back({absl::StrCat("differential flame graph: ", title), std::move(svg)});
-  }
+  if (absl::Status s = WriteProfileFiles(*request, *run, base_run, diff, written, figures); !s.ok()) return s;
 
   // Everything printed also goes to summary.txt.
   std::ostringstream text;
@@ -230,42 +183,38 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
     printed += text.str();
     text.str("");
   };
-  const std::vector<profiling::FunctionSamples> top = run->views.measured.TopN(static_cast<size_t>(*top_n));
-  PrintProfile(text, *options, *run, *top_n, top);
+  const std::vector<profiling::FunctionSamples> top = run->views.measured.TopN(static_cast<size_t>(request->top_n));
+  PrintProfile(text, options, *run, request->top_n, top);
 
   absl::Status perf_status = absl::OkStatus();
-  if (*perf && run->cycle.interrupted) {
+  if (request->perf && run->cycle.interrupted) {
     text << "\n--perf: not run (interrupted)\n";
-  } else if (*perf) {
+  } else if (request->perf) {
     flush();
-    absl::StatusOr<profiling::FoldedStacks> recorded = RecordUnderPerf(args, dir, sampler.frequency_hz, [&](const std::string& line) {
-      text << line;
-      flush();
-    });
+    absl::StatusOr<profiling::FoldedStacks> recorded =
+        RecordUnderPerf(args, request->dir, options.sampler->frequency_hz, [&](const std::string& line) {
+          text << line;
+          flush();
+        });
     if (recorded.ok()) {
-      if (absl::Status s = WriteView(dir, {"perf", "perf record -e cpu-clock --call-graph=fp", *recorded}, written); !s.ok()) {
+      if (absl::Status s = WriteView(request->dir, {"perf", "perf record -e cpu-clock --call-graph=fp", *recorded}, written);
+          !s.ok()) {
         return s;
       }
-      PrintPerfProfile(text, recorded->Under("backend"), *top_n, top);
+      PrintPerfProfile(text, recorded->Under("backend"), request->top_n, top);
     } else {
       perf_status = recorded.status();
       text << "perf: " << perf_status.message() << "\n";
     }
   }
 
-  std::vector<profiling::TraceSpan> spans;
-  std::sort(traced.begin(), traced.end(), [](const lifecycle::BackendRecord& x, const lifecycle::BackendRecord& y) {
-    return x.sequence < y.sequence;
-  });
-  for (const lifecycle::BackendRecord& r : traced) {
-    for (profiling::TraceSpan& span : lifecycle::SpansOf(r)) spans.push_back(std::move(span));
-  }
-  if (exports->any() && !run->cycle.interrupted) {
+  std::vector<profiling::TraceSpan> spans = SpansOf(traced);
+  if (request->exports.any() && !run->cycle.interrupted) {
     const profiling::ExportInput input{
-        .title = ConfigLine(*options),
-        .sources = {{ConfigurationName(*options), &run->views.labeled, 1'000'000'000LL / sampler.frequency_hz}},
+        .title = ConfigLine(options),
+        .sources = {{ConfigurationName(options), &run->views.labeled, 1'000'000'000LL / options.sampler->frequency_hz}},
         .role = ProcessRole};
-    if (absl::Status s = WriteExports(*exports, input, spans, written); !s.ok()) return s;
+    if (absl::Status s = WriteExports(request->exports, input, spans, written); !s.ok()) return s;
     if (run->views.labeled.total_samples() == 0) text << "\nexports: no sample was taken; the files hold none\n";
   }
   if (diff) {
@@ -275,16 +224,16 @@ absl::Status RunProfileCommand(std::span<const std::string> args, std::ostream& 
   text << "\nfiles:\n";
   for (const std::string& f : written) text << "  " << f << "\n";
   flush();
-  if (absl::Status s = WriteTextFile(dir + "/summary.txt", printed); !s.ok()) return s;
-  if (flags->Has("json") || flags->Has("csv") || html) {
-    Report report = PhaseReport(run->summary, options->backend.counters);
-    nlohmann::json header = ProfileHeader(*options, *run, top);
+  if (absl::Status s = WriteTextFile(request->dir + "/summary.txt", printed); !s.ok()) return s;
+  if (flags->Has("json") || flags->Has("csv") || request->html) {
+    Report report = PhaseReport(run->summary, options.backend.counters);
+    nlohmann::json header = ProfileHeader(options, *run, top);
     if (diff) header["diff"] = DiffJson(*diff);
     report.SetHeader(header);
     if (absl::Status s = report.WriteFiles(flags->Get("json"), flags->Get("csv")); !s.ok()) return s;
-    if (html) {
+    if (request->html) {
       out << "page: " << flags->Get("html") << "\n";
-      HtmlPage page = PageOf(absl::StrCat("backendlab profile: ", ConfigurationName(*options)), header, report, printed);
+      HtmlPage page = PageOf(absl::StrCat("backendlab profile: ", ConfigurationName(options)), header, report, printed);
       page.chart_key = "cpu_us";
       page.chart_title = "CPU us per backend, by phase (the phase counters)";
       page.figures = std::move(figures);

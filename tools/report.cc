@@ -196,9 +196,31 @@ absl::Status WriteTextFile(const std::string& path, const std::function<void(std
   return WriteFile(path, write);
 }
 
-void Report::AddRow(std::vector<Cell> row) {
-  BACKENDLAB_CHECK(row.size() == columns_.size());
-  rows_.push_back(std::move(row));
+Report::Report(std::vector<Column> columns) : columns_(std::move(columns)) {
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    BACKENDLAB_CHECK(!columns_[c].key.empty());
+    for (size_t d = 0; d < c; ++d) BACKENDLAB_CHECK(columns_[d].key != columns_[c].key);
+  }
+}
+
+bool Report::HasColumn(std::string_view key) const {
+  return std::any_of(columns_.begin(), columns_.end(), [&](const Column& c) { return c.key == key; });
+}
+
+Report::Row& Report::Row::Set(std::string_view key, Cell cell) {
+  const std::vector<Column>& columns = report_->columns_;
+  const auto at = std::find_if(columns.begin(), columns.end(), [&](const Column& c) { return c.key == key; });
+  BACKENDLAB_CHECK(at != columns.end());
+  const size_t c = static_cast<size_t>(at - columns.begin());
+  BACKENDLAB_CHECK(!set_[c]);
+  set_[c] = true;
+  cells_[c] = std::move(cell);
+  return *this;
+}
+
+void Report::AddRow(Row row) {
+  BACKENDLAB_CHECK(row.report_ == this);
+  rows_.push_back(std::move(row.cells_));
 }
 
 // Columns as the eye counts them: code points, not bytes ("±" is two).
@@ -232,7 +254,7 @@ void Report::PrintText(std::ostream& out) const {
 std::vector<Column> Report::SharedColumns() const {
   std::vector<Column> shared;
   for (const Column& c : columns_) {
-    if (!c.key.empty() && !c.heading.empty()) shared.push_back(c);
+    if (!c.text_only && !c.heading.empty()) shared.push_back(c);
   }
   return shared;
 }
@@ -242,19 +264,19 @@ nlohmann::json Report::ToJson() const {
   for (const auto& row : rows_) {
     nlohmann::json object = nlohmann::json::object();
     for (size_t c = 0; c < columns_.size(); ++c) {
-      if (columns_[c].key.empty()) continue;
+      if (columns_[c].text_only) continue;
       object[columns_[c].key] = JsonOf(row[c]);
       AddJsonExtras(columns_[c], row[c], object);
     }
     rows.push_back(std::move(object));
   }
-  return {{"header", header_}, {"rows", std::move(rows)}};
+  return {{"schema_version", kJsonSchemaVersion}, {"header", header_}, {"rows", std::move(rows)}};
 }
 
 void Report::WriteCsv(std::ostream& out) const {
   std::vector<size_t> keyed;
   for (size_t c = 0; c < columns_.size(); ++c) {
-    if (!columns_[c].key.empty()) keyed.push_back(c);
+    if (!columns_[c].text_only) keyed.push_back(c);
   }
   auto line = [&](const std::vector<std::string>& cells) {
     for (size_t i = 0; i < cells.size(); ++i) out << (i ? "," : "") << cells[i];

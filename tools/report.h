@@ -67,23 +67,50 @@ inline Cell OptionalCell(const std::optional<double>& v) { return v ? Cell(*v) :
 enum class ColumnKind { kValue, kMedian, kRatio };
 
 struct Column {
-  std::string key;      // JSON key and CSV header; empty = text table only
+  std::string key;      // what a row sets it by; JSON key and CSV header
   std::string heading;  // text-table heading; empty = machine outputs only
   int precision = 1;    // digits after the point for doubles in text
   ColumnKind kind = ColumnKind::kValue;
+  bool text_only = false;  // in the text table alone (a figure derived for the eye)
 };
+
+// The version of the JSON every command writes: raised whenever a key is
+// renamed or its meaning changes (tools/README.md lists each change).
+// 2: one key per figure across commands (server_cpu_us, ...), latencies
+// <figure>_<unit>_p<q>.
+inline constexpr int kJsonSchemaVersion = 2;
 
 class Report {
  public:
-  explicit Report(std::vector<Column> columns) : columns_(std::move(columns)) {}
+  // Every column's key is its own: a row's cells are set by it.
+  explicit Report(std::vector<Column> columns);
 
-  // Values in column order.
-  void AddRow(std::vector<Cell> row);
+  // A row being filled, its cells set by their columns' keys (as Google
+  // Benchmark's json_reporter.cc writes each key beside its value): a new
+  // column cannot shift another. A column left unset is a missing value.
+  class Row {
+   public:
+    // Sets the cell of column `key`, which must be one of the report's and
+    // not yet set in this row (a programming error otherwise: it aborts).
+    Row& Set(std::string_view key, Cell cell);
+
+   private:
+    friend class Report;
+    explicit Row(const Report& report) : report_(&report), cells_(report.columns_.size()), set_(cells_.size()) {}
+    const Report* report_;
+    std::vector<Cell> cells_;
+    std::vector<bool> set_;
+  };
+  Row NewRow() const { return Row(*this); }
+  void AddRow(Row row);
+  // Whether a column has `key`.
+  bool HasColumn(std::string_view key) const;
   // Header facts (machine, build, parameters) for the JSON object.
   void SetHeader(nlohmann::json header) { header_ = std::move(header); }
 
   void PrintText(std::ostream& out) const;
-  nlohmann::json ToJson() const;  // {"header": {...}, "rows": [{key: value}, ...]}
+  // {"schema_version": kJsonSchemaVersion, "header": {...}, "rows": [{key: value}, ...]}
+  nlohmann::json ToJson() const;
   // The columns the text table shows that JSON has too (a heading and a
   // key): what an HTML page of the same JSON shows.
   std::vector<Column> SharedColumns() const;

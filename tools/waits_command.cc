@@ -84,22 +84,23 @@ Report RowsTable(const std::vector<WaitsRow>& rows) {
       {"close_share", "close/sys", 2},
   });
   for (const WaitsRow& r : rows) {
-    std::vector<Cell> row;
-    row.emplace_back(std::in_place_type<std::string>, waits::WaitStrategyName(r.strategy));
-    row.push_back(static_cast<int64_t>(r.pairs));
-    row.push_back(r.round_trips_per_second.median);
-    row.push_back(RatioCell(r.vs_long_lived));
-    row.push_back(r.round_trips_per_second.min);
-    row.push_back(r.round_trips_per_second.max);
-    row.push_back(r.round_trip_us.median);
-    row.push_back(r.round_trip_us.p99);
-    row.push_back(r.user_us);
-    row.push_back(r.sys_us);
-    row.push_back(r.waits);
-    row.push_back(SyscallTotalCell(r.syscalls));
-    row.push_back(SyscallKindsCell(r.syscalls));
-    row.push_back(r.close_us);
-    row.push_back(r.close_share);
+    Report::Row row = report.NewRow();
+    row
+        .Set("strategy", std::string(waits::WaitStrategyName(r.strategy)))
+        .Set("pairs", static_cast<int64_t>(r.pairs))
+        .Set("round_trips_per_second", r.round_trips_per_second.median)
+        .Set("vs_long_lived", RatioCell(r.vs_long_lived))
+        .Set("round_trips_per_second_min", r.round_trips_per_second.min)
+        .Set("round_trips_per_second_max", r.round_trips_per_second.max)
+        .Set("round_trip_us_p50", r.round_trip_us.median)
+        .Set("round_trip_us_p99", r.round_trip_us.p99)
+        .Set("user_us", r.user_us)
+        .Set("sys_us", r.sys_us)
+        .Set("waits", r.waits)
+        .Set("syscalls", SyscallTotalCell(r.syscalls))
+        .Set("syscall_kinds", SyscallKindsCell(r.syscalls))
+        .Set("close_us", r.close_us)
+        .Set("close_share", r.close_share);
     report.AddRow(std::move(row));
   }
   return report;

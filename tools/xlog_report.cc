@@ -31,39 +31,38 @@ Report XlogRowsTable(const std::vector<XlogRow>& rows) {
       {"records_per_second", "records/s", 0},
       {"records_per_second_p10", ""},
       {"records_per_second_p90", ""},
-      {"", "spread %", 1},
-      {"insert_p50_ns", "p50 ns", 0},
-      {"insert_p99_ns", "p99 ns", 0},
+      {"spread_percent", "spread %", 1, ColumnKind::kValue, /*text_only=*/true},
+      {"insert_ns_p50", "p50 ns", 0},
+      {"insert_ns_p99", "p99 ns", 0},
       {"reader_ns_per_call", "reader ns", 0},
       {"reader_calls_per_second", "calls/s", 1},
       {"contended_share", "waits %", 2},
       {"records_per_second_vs_per_lock", "rec/s vs per-lock", 2, ColumnKind::kRatio},
-      {"insert_p99_vs_per_lock", "p99 vs", 2, ColumnKind::kRatio},
+      {"insert_ns_p99_vs_per_lock", "p99 vs", 2, ColumnKind::kRatio},
       {"reader_ns_vs_per_lock", "reader vs", 2, ColumnKind::kRatio},
       {"records_per_second_vs_reader_off", "vs reader off", 2, ColumnKind::kRatio},
   });
   for (const XlogRow& r : rows) {
-    std::vector<Cell> row;
-    row.push_back(Text(xlog::TrackerName(r.config.variant)));
-    row.push_back(int64_t{r.config.workers});
-    row.push_back(int64_t{r.config.record_size});
-    row.push_back(Text(xlog::ReaderRateName(r.config.reader)));
-    row.push_back(int64_t{r.config.locks});
-    row.push_back(r.records_per_second.median);
-    row.push_back(r.records_per_second.p10);
-    row.push_back(r.records_per_second.p90);
-    row.push_back(r.records_per_second.median > 0
-                      ? Cell(100 * (r.records_per_second.p90 - r.records_per_second.p10) / r.records_per_second.median)
-                      : Cell(std::monostate{}));
-    row.push_back(r.insert_p50_ns);
-    row.push_back(r.insert_p99_ns);
-    row.push_back(OptionalCell(r.reader_ns));
-    row.push_back(r.reader_calls_per_second);
-    row.push_back(100 * r.contended_share);
-    row.push_back(RatioCell(r.records_vs_per_lock));
-    row.push_back(RatioCell(r.p99_vs_per_lock));
-    row.push_back(RatioCell(r.reader_vs_per_lock));
-    row.push_back(RatioCell(r.records_vs_reader_off));
+    Report::Row row = report.NewRow();
+    row
+        .Set("variant", Text(xlog::TrackerName(r.config.variant)))
+        .Set("workers", int64_t{r.config.workers})
+        .Set("record_size", int64_t{r.config.record_size})
+        .Set("reader", Text(xlog::ReaderRateName(r.config.reader)))
+        .Set("locks", int64_t{r.config.locks})
+        .Set("records_per_second", r.records_per_second.median)
+        .Set("records_per_second_p10", r.records_per_second.p10)
+        .Set("records_per_second_p90", r.records_per_second.p90)
+        .Set("spread_percent", r.records_per_second.median > 0 ? Cell(100 * (r.records_per_second.p90 - r.records_per_second.p10) / r.records_per_second.median) : Cell(std::monostate{}))
+        .Set("insert_ns_p50", r.insert_p50_ns)
+        .Set("insert_ns_p99", r.insert_p99_ns)
+        .Set("reader_ns_per_call", OptionalCell(r.reader_ns))
+        .Set("reader_calls_per_second", r.reader_calls_per_second)
+        .Set("contended_share", 100 * r.contended_share)
+        .Set("records_per_second_vs_per_lock", RatioCell(r.records_vs_per_lock))
+        .Set("insert_ns_p99_vs_per_lock", RatioCell(r.p99_vs_per_lock))
+        .Set("reader_ns_vs_per_lock", RatioCell(r.reader_vs_per_lock))
+        .Set("records_per_second_vs_reader_off", RatioCell(r.records_vs_reader_off));
     report.AddRow(std::move(row));
   }
   return report;
@@ -91,20 +90,21 @@ Report ModelTable(const xlog::XlogExperimentResult& result, const std::vector<in
   Report report(std::move(columns));
   for (const xlog::ModelRow& m : result.model) {
     const xlog::ModelInputs& in = m.calibration.inputs;
-    std::vector<Cell> row;
-    row.push_back(Text(xlog::TrackerName(in.variant)));
-    row.push_back(int64_t{in.locks});
-    row.push_back(int64_t{m.record_size});
-    row.push_back(in.records_per_second_1);
-    row.push_back(in.records_per_second_2);
-    row.push_back(m.calibration.reservation_transfers);
-    row.push_back(IsCentralVariant(in.variant) ? Cell(m.calibration.line_transfers) : Cell(std::monostate{}));
-    row.push_back(Text(m.calibration.clamped ? "yes" : "no"));
+    Report::Row row = report.NewRow();
+    row.Set("variant", Text(xlog::TrackerName(in.variant)))
+        .Set("locks", int64_t{in.locks})
+        .Set("record_size", int64_t{m.record_size})
+        .Set("measured_records_per_second_1", in.records_per_second_1)
+        .Set("measured_records_per_second_2", in.records_per_second_2)
+        .Set("reservation_transfers", m.calibration.reservation_transfers)
+        .Set("line_transfers",
+             IsCentralVariant(in.variant) ? Cell(m.calibration.line_transfers) : Cell(std::monostate{}))
+        .Set("clamped", Text(m.calibration.clamped ? "yes" : "no"));
     for (const xlog::ModelPoint& p : m.points) {
-      row.push_back(p.records_per_second);
-      row.push_back(OptionalCell(p.vs_per_lock));
-      row.push_back(xlog::FittedTransfersPerInsert(m.calibration, p.workers));
-      row.push_back(xlog::StructuralTransfersPerInsert(in, p.workers));
+      row.Set(absl::StrCat("model_records_per_second_", p.workers), p.records_per_second)
+          .Set(absl::StrCat("model_vs_per_lock_", p.workers), OptionalCell(p.vs_per_lock))
+          .Set(absl::StrCat("transfers_per_insert_", p.workers), xlog::FittedTransfersPerInsert(m.calibration, p.workers))
+          .Set(absl::StrCat("structural_transfers_per_insert_", p.workers), xlog::StructuralTransfersPerInsert(in, p.workers));
     }
     report.AddRow(std::move(row));
   }

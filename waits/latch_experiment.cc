@@ -391,7 +391,7 @@ absl::StatusOr<std::vector<int>> ParseCpus(std::string_view text) {
   for (absl::string_view item : absl::StrSplit(std::string(text), ',')) {
     int cpu;
     if (!absl::SimpleAtoi(item, &cpu) || cpu < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--cpus: '", absl::CEscape(std::string(text)), "' is not 'any', a CPU number or two (e.g. 0,1)"));
+      return absl::InvalidArgumentError(absl::StrCat("`cpus`: '", absl::CEscape(std::string(text)), "' is not 'any', a CPU number or two (e.g. 0,1)"));
     }
     cpus.push_back(cpu);
   }
@@ -404,18 +404,18 @@ absl::Status ValidateLatchOptions(const LatchExperimentOptions& o) {
   for (LatchKind k : o.latches) {
     if (!seen.insert(k).second) return absl::InvalidArgumentError(absl::StrCat("latch '", std::string(LatchName(k)), "' given twice"));
   }
-  if (o.rounds < 1 || o.rounds > 1000) return absl::InvalidArgumentError("--rounds must be 1..1000");
-  if (o.duration < absl::Milliseconds(10) || o.duration > absl::Seconds(60)) return absl::InvalidArgumentError("--duration must be 10ms..60s");
+  if (o.rounds < 1 || o.rounds > 1000) return absl::InvalidArgumentError("`rounds` must be 1..1000");
+  if (o.duration < absl::Milliseconds(10) || o.duration > absl::Seconds(60)) return absl::InvalidArgumentError("`duration` must be 10ms..60s");
   if (o.counted_round_trips < 100 || o.counted_round_trips > 10'000'000) {
     return absl::InvalidArgumentError("counted round trips must be 100..10^7");
   }
   if (o.busy_sets < 100 || o.busy_sets > 100'000'000) return absl::InvalidArgumentError("busy sets must be 100..10^8");
-  if (o.cpus.size() > 2) return absl::InvalidArgumentError("--cpus: at most two CPUs (one per process)");
+  if (o.cpus.size() > 2) return absl::InvalidArgumentError("`cpus`: at most two CPUs (one per process)");
   // One CPU named twice would pin a busy owner beside its setter while the
   // run believes they are apart: the busy measurement then never ends.
   if (o.cpus.size() == 2 && o.cpus[0] == o.cpus[1]) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--cpus: CPU ", o.cpus[0], " is named twice; for both processes on one CPU, give it once (--cpus=",
+        absl::StrCat("`cpus`: CPU ", o.cpus[0], " is named twice; for both processes on one CPU, give it once (`cpus`=",
                      o.cpus[0], ")"));
   }
   cpu_set_t allowed;
@@ -424,7 +424,7 @@ absl::Status ValidateLatchOptions(const LatchExperimentOptions& o) {
   for (int cpu : o.cpus) {
     if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--cpus: CPU ", cpu, " is not one this process may run on (", CPU_COUNT(&allowed), " allowed)"));
+          absl::StrCat("`cpus`: CPU ", cpu, " is not one this process may run on (", CPU_COUNT(&allowed), " allowed)"));
     }
   }
   return absl::OkStatus();

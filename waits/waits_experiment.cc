@@ -429,14 +429,14 @@ absl::Status ValidateWaitsOptions(const WaitsExperimentOptions& o) {
       return absl::InvalidArgumentError(absl::StrCat("wait strategy '", std::string(WaitStrategyName(s)), "' given twice"));
     }
   }
-  if (o.pairs.empty()) return absl::InvalidArgumentError("--pairs: no pair count");
+  if (o.pairs.empty()) return absl::InvalidArgumentError("`pairs`: no pair count");
   std::set<int> counts;
   for (int p : o.pairs) {
-    if (p < 1 || p > 64) return absl::InvalidArgumentError(absl::StrCat("--pairs: ", p, " is not in 1..64"));
-    if (!counts.insert(p).second) return absl::InvalidArgumentError(absl::StrCat("--pairs: ", p, " given twice"));
+    if (p < 1 || p > 64) return absl::InvalidArgumentError(absl::StrCat("`pairs`: ", p, " is not in 1..64"));
+    if (!counts.insert(p).second) return absl::InvalidArgumentError(absl::StrCat("`pairs`: ", p, " given twice"));
   }
-  if (o.rounds < 1 || o.rounds > 1000) return absl::InvalidArgumentError("--rounds must be 1..1000");
-  if (o.duration < absl::Milliseconds(10) || o.duration > absl::Seconds(60)) return absl::InvalidArgumentError("--duration must be 10ms..60s");
+  if (o.rounds < 1 || o.rounds > 1000) return absl::InvalidArgumentError("`rounds` must be 1..1000");
+  if (o.duration < absl::Milliseconds(10) || o.duration > absl::Seconds(60)) return absl::InvalidArgumentError("`duration` must be 10ms..60s");
   if (o.counted_round_trips < 100 || o.counted_round_trips > 1'000'000) {
     return absl::InvalidArgumentError("counted round trips must be 100..10^6");
   }

@@ -83,6 +83,38 @@ struct WorkerOut {
   std::vector<uint32_t> samples;
 };
 
+// The clock's own cost: the least of back-to-back readings.
+double ClockCostNs() {
+  double clock_ns = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < 64; ++i) {
+    const int64_t a = NowNs();
+    const int64_t b = NowNs();
+    clock_ns = std::min(clock_ns, static_cast<double>(b - a));
+  }
+  return clock_ns;
+}
+
+// A window's figures from its threads' counts and timings, net of the
+// clock's own cost.
+XlogSample SampleOf(std::vector<WorkerOut>& out, WorkerOut& reader_out, int64_t t0, int64_t t1, double clock_ns) {
+  XlogSample s;
+  s.seconds = static_cast<double>(t1 - t0) * 1e-9;
+  std::vector<uint32_t> latencies;
+  for (WorkerOut& o : out) {
+    s.inserts += o.inserts;
+    s.contended += o.contended;
+    latencies.insert(latencies.end(), o.samples.begin(), o.samples.end());
+  }
+  s.records_per_second = static_cast<double>(s.inserts) / s.seconds;
+  s.clock_ns = clock_ns;
+  auto net = [&](double ns) { return std::max(0.0, ns - clock_ns); };
+  s.insert_p50_ns = net(Percentile(latencies, 0.50));
+  s.insert_p99_ns = net(Percentile(latencies, 0.99));
+  s.reader_calls = reader_out.inserts;
+  if (!reader_out.samples.empty()) s.reader_ns = net(Percentile(reader_out.samples, 0.50));
+  return s;
+}
+
 template <LastImportantTracker T>
 absl::StatusOr<XlogSample> MeasureOnce(const XlogConfig& c, std::span<std::byte> ring, uint64_t seed) {
   auto wal = std::make_unique<Wal<T>>(c.locks, ring);
@@ -161,13 +193,7 @@ absl::StatusOr<XlogSample> MeasureOnce(const XlogConfig& c, std::span<std::byte>
     asm volatile("" : : "r"(sink));  // the reads are kept: their value is used
   };
 
-  double clock_ns = std::numeric_limits<double>::infinity();
-  for (int i = 0; i < 64; ++i) {
-    const int64_t a = NowNs();
-    const int64_t b = NowNs();
-    clock_ns = std::min(clock_ns, static_cast<double>(b - a));
-  }
-
+  const double clock_ns = ClockCostNs();
   std::vector<std::thread> threads;
   try {
     for (int w = 0; w < c.workers; ++w) threads.emplace_back(worker, w);
@@ -190,23 +216,7 @@ absl::StatusOr<XlogSample> MeasureOnce(const XlogConfig& c, std::span<std::byte>
   const int64_t t1 = NowNs();
   stop_cv.notify_all();
   for (std::thread& t : threads) t.join();
-
-  XlogSample s;
-  s.seconds = static_cast<double>(t1 - t0) * 1e-9;
-  std::vector<uint32_t> latencies;
-  for (WorkerOut& o : out) {
-    s.inserts += o.inserts;
-    s.contended += o.contended;
-    latencies.insert(latencies.end(), o.samples.begin(), o.samples.end());
-  }
-  s.records_per_second = static_cast<double>(s.inserts) / s.seconds;
-  s.clock_ns = clock_ns;
-  auto net = [&](double ns) { return std::max(0.0, ns - clock_ns); };
-  s.insert_p50_ns = net(Percentile(latencies, 0.50));
-  s.insert_p99_ns = net(Percentile(latencies, 0.99));
-  s.reader_calls = reader_out.inserts;
-  if (!reader_out.samples.empty()) s.reader_ns = net(Percentile(reader_out.samples, 0.50));
-  return s;
+  return SampleOf(out, reader_out, t0, t1, clock_ns);
 }
 
 absl::Status ValidateOptions(const XlogExperimentOptions& o) {
@@ -364,7 +374,7 @@ void AddModel(const XlogExperimentOptions& o, XlogExperimentResult& result) {
     }
   }
   if (result.model.empty()) {
-    result.model_missing = "the model is calibrated on 1 and 2 workers with the reader off: run them (--workers=1,2 --readers=off,...)";
+    result.model_missing = "the model is calibrated on 1 and 2 workers with the reader off: run them (`workers`=1,2 `readers`=off,...)";
   }
 }
 

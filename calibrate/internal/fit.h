@@ -19,8 +19,9 @@
 
 namespace backendlab::calibrate::internal {
 
-// A real server's phase word (pgreal/phase_rules.h) by group; the words not
-// in one (postmaster_other, aux, unclaimed) are nullopt.
+// A real server's phase word (pgreal/phase_rules.h) by its group
+// (calibrate/phase_groups.h); nullopt for a phase in none (postmaster_other,
+// aux) and for a word that is no phase (unclaimed).
 std::optional<Group> GroupOfRealPhase(std::string_view phase);
 
 // Each group's share of the four groups' CPU, from group_cpu_us.

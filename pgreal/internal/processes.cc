@@ -60,13 +60,13 @@ absl::StatusOr<User> LookUpUser(const std::string& name) {
   const int err = getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found);
   if (found == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--run-as: no user '", name, "'", err != 0 ? absl::StrCat(" (", std::strerror(err), ")") : "",
+        "`run_as`: no user '", name, "'", err != 0 ? absl::StrCat(" (", std::strerror(err), ")") : "",
         "; PostgreSQL refuses to run as root, so as root the server runs as an unprivileged user "
         "(Debian's postgresql-15 package creates 'postgres')"));
   }
   if (pw.pw_uid == 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--run-as: '", name, "' is root, and PostgreSQL refuses to run as root"));
+        absl::StrCat("`run_as`: '", name, "' is root, and PostgreSQL refuses to run as root"));
   }
   return User{name, pw.pw_uid, pw.pw_gid};
 }
@@ -221,34 +221,14 @@ std::string DescribeWaitStatus(int status) {
 }
 
 std::optional<ProcessTotals> ReadProcessTotals(pid_t pid) {
-  const std::string path = absl::StrCat("/proc/", pid, "/stat");
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  char buf[2048];
-  ssize_t n;
-  do {
-    n = read(fd, buf, sizeof buf - 1);
-  } while (n < 0 && errno == EINTR);
-  close(fd);
-  if (n <= 0) return std::nullopt;
-  buf[n] = '\0';
-  // Fields after the comm, which may hold spaces and parentheses: state
-  // ppid pgrp session tty_nr tpgid flags, then minflt cminflt majflt cmajflt
-  // utime stime cutime cstime (proc(5)).
-  const char* after = std::strrchr(buf, ')');
-  if (after == nullptr) return std::nullopt;
-  unsigned long long minflt, cminflt, majflt, cmajflt, utime, stime;
-  long long cutime, cstime;
-  if (std::sscanf(after + 1, " %*c %*d %*d %*d %*d %*d %*u %llu %llu %llu %llu %llu %llu %lld %lld", &minflt,
-                  &cminflt, &majflt, &cmajflt, &utime, &stime, &cutime, &cstime) != 8) {
-    return std::nullopt;
-  }
-  const long ticks = sysconf(_SC_CLK_TCK);
+  const std::optional<ProcStat> s = ReadProcStat(pid);
+  if (!s) return std::nullopt;
+  const int64_t ns_per_tick = 1'000'000'000LL / sysconf(_SC_CLK_TCK);
   ProcessTotals t;
-  t.minor_faults = static_cast<int64_t>(minflt + cminflt);
-  t.major_faults = static_cast<int64_t>(majflt + cmajflt);
-  t.user_ns = static_cast<int64_t>(utime + static_cast<unsigned long long>(cutime)) * (1'000'000'000LL / ticks);
-  t.system_ns = static_cast<int64_t>(stime + static_cast<unsigned long long>(cstime)) * (1'000'000'000LL / ticks);
+  t.minor_faults = s->minor_faults + s->children_minor_faults;
+  t.major_faults = s->major_faults + s->children_major_faults;
+  t.user_ns = (s->user_ticks + s->children_user_ticks) * ns_per_tick;
+  t.system_ns = (s->system_ticks + s->children_system_ticks) * ns_per_tick;
   t.cpu_ns = t.user_ns + t.system_ns;
   // The process's own CPU in nanoseconds (the scheduler's sum_exec_runtime,
   // /proc/PID/schedstat's first field): a postmaster's share of a

@@ -14,10 +14,12 @@
 #include <stdint.h>
 
 #include "pgreal/what_if/shim_line.h"
+#include "pgreal/what_if/what_if_list.h"
 
 namespace {
 
-constexpr char kName[] = "openssl-no-atexit";
+constexpr const char* kName =
+    backendlab::pgreal::WhatIfRowOf(backendlab::pgreal::WhatIfKind::kOpensslNoAtexit).name;
 // openssl/crypto.h, the same in 1.1.1 and 3.x.
 constexpr uint64_t kOpensslInitNoAtexit = 0x00080000L;
 

@@ -13,10 +13,11 @@
 #include <unistd.h>
 
 #include "pgreal/what_if/shim_line.h"
+#include "pgreal/what_if/what_if_list.h"
 
 namespace {
 
-constexpr char kName[] = "quick-exit";
+constexpr const char* kName = backendlab::pgreal::WhatIfRowOf(backendlab::pgreal::WhatIfKind::kQuickExit).name;
 
 using ExitFunction = void (*)(int);
 

@@ -11,18 +11,20 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pgreal/what_if/what_if_list.h"
+
 namespace backendlab::pgreal::what_if {
 
 inline void SayApplied(const char* name) {
   char line[160];
-  const int n = snprintf(line, sizeof line, "backendlab what-if %s: applied in process %d\n", name,
+  const int n = snprintf(line, sizeof line, "%s%s%s in process %d\n", kAppliedLinePrefix, name, kAppliedLineWord,
                          static_cast<int>(getpid()));
   if (n > 0) (void)!write(STDERR_FILENO, line, static_cast<size_t>(n) < sizeof line ? n : sizeof line - 1);
 }
 
 [[noreturn]] inline void RefuseToStart(const char* name, const char* why) {
   char line[400];
-  const int n = snprintf(line, sizeof line, "backendlab what-if %s: not applied: %s\n", name, why);
+  const int n = snprintf(line, sizeof line, "%s%s: not applied: %s\n", kAppliedLinePrefix, name, why);
   if (n > 0) (void)!write(STDERR_FILENO, line, static_cast<size_t>(n) < sizeof line ? n : sizeof line - 1);
   _exit(1);
 }

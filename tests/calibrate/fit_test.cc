@@ -19,7 +19,7 @@ TEST(GroupOfRealPhaseTest, EveryPhaseWordHasItsGroupOrNone) {
   for (const char* p : {"accept", "fork", "startup", "auth", "init"}) EXPECT_EQ(GroupOfRealPhase(p), Group::kStartup) << p;
   EXPECT_EQ(GroupOfRealPhase("work"), Group::kWork);
   EXPECT_EQ(GroupOfRealPhase("exit"), Group::kExit);
-  EXPECT_EQ(GroupOfRealPhase("teardown"), Group::kKernelTeardown);
+  EXPECT_EQ(GroupOfRealPhase("kernel_exit"), Group::kKernelTeardown);
   EXPECT_EQ(GroupOfRealPhase("reap"), Group::kKernelTeardown);
   for (const char* p : {"postmaster_other", "aux", "unclaimed", "bogus"}) EXPECT_FALSE(GroupOfRealPhase(p)) << p;
 }

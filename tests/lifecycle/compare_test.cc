@@ -87,15 +87,15 @@ TEST(CompareMatrixTest, TheBaselineIsAtTheSameSizeAndClientsAndNeverTheCopy) {
   ASSERT_EQ(m->configs.size(), 16u + 8u);
   EXPECT_EQ(m->configs[0].label, "array/always/palloc0");
   EXPECT_EQ(m->configs[1].label, "array/always/palloc0#2");
-  EXPECT_TRUE(m->configs[1].aa);
+  EXPECT_TRUE(m->configs[1].key.aa);
   EXPECT_EQ(m->configs[2].label, "array/always/bss");
   EXPECT_EQ(m->configs[3].label, "array/always/bss#2");
   for (const CompareConfig& c : m->configs) {
     const CompareConfig* b = BaselineOf(*m, c);
     ASSERT_NE(b, nullptr) << c.label;
-    EXPECT_FALSE(b->aa) << c.label;
-    EXPECT_EQ(b->names[0], "array") << c.label;
-    EXPECT_EQ(b->names[2], c.names[2]) << c.label << ": the catcache the baseline does not name is the row's own";
+    EXPECT_FALSE(b->key.aa) << c.label;
+    EXPECT_EQ(b->key.names[0], "array") << c.label;
+    EXPECT_EQ(b->key.names[2], c.key.names[2]) << c.label << ": the catcache the baseline does not name is the row's own";
     EXPECT_EQ(b->options.backend.shared_buffers.bytes, c.options.backend.shared_buffers.bytes) << c.label;
     EXPECT_EQ(b->options.clients, c.options.clients) << c.label;
   }
@@ -141,7 +141,8 @@ TEST(CompareStatsTest, RatiosArePairedToTheBaselineAndTheCopyMustComeOutSame) {
   EXPECT_EQ(stats.rounds, 3);
 
   EXPECT_TRUE(stats.mock[0].is_baseline);
-  EXPECT_FALSE(stats.mock[0].server.rate_vs_baseline) << "the baseline's own ratio is 1 by definition, not computed";
+  ASSERT_TRUE(stats.mock[0].server.rate_vs_baseline && stats.mock[0].server.rate_vs_baseline->self)
+      << "the baseline's own ratio is 1 by definition, not computed";
   const ServerStats& hash = stats.mock[2].server;
   ASSERT_TRUE(hash.rate_vs_baseline && hash.cpu_vs_baseline);
   EXPECT_NEAR(hash.rate_vs_baseline->ratio, std::cbrt(0.8 * 0.9 * 1.0), 1e-9);

@@ -18,11 +18,12 @@ namespace {
 PgTargetResult Row(const std::string& label, int clients, int64_t hold, Transport transport = Transport::kUnix) {
   PgTargetResult t;
   t.label = label;
-  t.clients = clients;
-  t.hold = hold;
-  t.transport = transport;
-  t.installation.bindir = "/pg15/bin";
-  t.shared_buffers_bytes = 128 << 20;
+  t.key.clients = clients;
+  t.key.hold = hold;
+  t.key.transport = transport;
+  t.key.bindir = "/pg15/bin";
+  t.key.major = 15;
+  t.key.shared_buffers_bytes = 128 << 20;
   return t;
 }
 
@@ -36,12 +37,14 @@ TEST(ManyConnectionsTest, EachRowIsComparedWithTheRowThatLacksItsOneChange) {
       Row("unix hold 100 4 clients", 4, 100),       // 5: -> 4
   };
   rows.push_back(Row("+quick-exit tcp hold 100", 1, 100, Transport::kTcp));  // 6: -> 3, its stock row
-  rows.back().what_if = "quick-exit";
+  rows.back().key.what_if = WhatIf{WhatIfKind::kQuickExit, ""};
   PgTargetResult other = Row("18 unix hold 100", 1, 100);  // 7: another server: -> its own fewest held... none here
-  other.installation.bindir = "/pg18/bin";
+  other.key.bindir = "/pg18/bin";
+  other.key.major = 18;
   rows.push_back(other);
   const std::vector<size_t> expected = {0, 0, 0, 1, 4, 4, 3, 7};
-  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(BaselineOf(rows, i), expected[i]) << rows[i].label;
+  const std::vector<size_t> baselines = BaselineIndices(rows);
+  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(baselines[i], expected[i]) << rows[i].label;
 }
 
 TEST(ManyConnectionsTest, OpeningTimePerConnectionIsPairedWithTheFewestHeld) {

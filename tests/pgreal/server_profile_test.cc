@@ -292,9 +292,10 @@ TEST_F(BuiltinSamplerTest, SamplesBackendsForkedAfterStartAndRefusesAServerWitho
   EXPECT_NE(stacks.find("InitPostgres"), std::string::npos);
 }
 
-// The index of `phase` in kPhaseNames, as a timeline records it.
+// The index of `phase` in kRealPhaseNames, as a timeline records it.
 int32_t PhaseIndex(std::string_view phase) {
-  return static_cast<int32_t>(std::find(std::begin(kPhaseNames), std::end(kPhaseNames), phase) - std::begin(kPhaseNames));
+  const absl::StatusOr<RealPhase> p = ParseName(phase, kRealPhaseNames, "phase");
+  return p.ok() ? static_cast<int32_t>(*p) : kNumRealPhases;
 }
 
 // A timeline by hand: the postmaster forking, two backends, an auxiliary

@@ -148,7 +148,7 @@ struct Stack {
 };
 ServerProfile ProfileOf(const std::vector<Stack>& stacks) {
   ServerProfile p;
-  for (std::string_view phase : kPhaseNames) p.phases.push_back({std::string(phase), 0});
+  for (const NamedValue<RealPhase>& phase : kRealPhaseNames) p.phases.push_back({std::string(phase.name), 0});
   p.phases.push_back({std::string(kUnclaimed), 0});
   for (const Stack& s : stacks) {
     std::vector<std::string> rooted = {std::string(kBackendRole)};
@@ -165,15 +165,16 @@ ServerProfile ProfileOf(const std::vector<Stack>& stacks) {
 TEST(WhatIfProfile, ThePhasesThatShrankAndTheFunctionsThatLeftAreComputedAgainstTheStockRow) {
   PgTargetResult stock;
   stock.label = "15/128MB";
-  stock.installation.bindir = "/pg15";
-  stock.shared_buffers_bytes = 128 << 20;
+  stock.key.bindir = "/pg15";
+  stock.key.major = 15;
+  stock.key.shared_buffers_bytes = 128 << 20;
   stock.profiles.push_back(ProfileOf({{{"PostgresMain", "InitPostgres"}, "init", 60},
                                       {{"proc_exit", "exit", "OPENSSL_cleanup"}, "exit", 30},
                                       {{"proc_exit", "exit", "_dl_fini", "rare"}, "exit", 9},
                                       {{"proc_exit", "exit", "tiny"}, "exit", 1}}));
   PgTargetResult quick = stock;
   quick.label = "15/128MB +quick-exit";
-  quick.what_if = "quick-exit";
+  quick.key.what_if = WhatIf{WhatIfKind::kQuickExit, ""};
   quick.profiles = {ProfileOf({{{"PostgresMain", "InitPostgres"}, "init", 60}, {{"proc_exit", "exit", "_exit"}, "exit", 1}})};
   std::vector<PgTargetResult> targets = {stock, quick};
   std::vector<ServerStats> stats(2);
@@ -187,16 +188,17 @@ TEST(WhatIfProfile, ThePhasesThatShrankAndTheFunctionsThatLeftAreComputedAgainst
   EXPECT_EQ(c.target, 1u);
   EXPECT_EQ(c.baseline, 0u);
   EXPECT_EQ(c.profiler, "perf");
-  ASSERT_EQ(c.phases.size(), std::size(kPhaseNames) + 1);
+  ASSERT_EQ(c.phases.size(), std::size(kRealPhaseNames) + 1);
+  EXPECT_EQ(c.undone, KeyPart::kWhatIf);
   for (const PhaseChange& p : c.phases) {
     if (p.phase == "exit") {
-      EXPECT_DOUBLE_EQ(p.stock_percent, 40);
-      EXPECT_DOUBLE_EQ(p.stock_us, 400);  // 40 % of 1000 us
-      EXPECT_NEAR(p.what_if_percent, 100.0 / 61, 1e-9);
-      EXPECT_NEAR(p.what_if_us, 10, 1e-9);  // 1/61 of 610 us
+      EXPECT_DOUBLE_EQ(p.baseline_percent, 40);
+      EXPECT_DOUBLE_EQ(p.baseline_us, 400);  // 40 % of 1000 us
+      EXPECT_NEAR(p.row_percent, 100.0 / 61, 1e-9);
+      EXPECT_NEAR(p.row_us, 10, 1e-9);  // 1/61 of 610 us
     }
     if (p.phase == "init") {
-      EXPECT_NEAR(p.what_if_us, 600, 1e-9);
+      EXPECT_NEAR(p.row_us, 600, 1e-9);
     }
   }
   // On 1 % or more of the stock backends' samples and on none of the

@@ -82,13 +82,13 @@ TEST_F(CalibrateServerTest, TinyFitWritesAProfileACycleRunsWith) {
   EXPECT_FALSE(w->libraries.empty()) << "the real postmaster's libraries";
   EXPECT_GT(w->startup.read_file_bytes, 0) << "the relcache init files' size";
   const nlohmann::json j = nlohmann::json::parse(ReadFile(json));
-  EXPECT_GT(j["header"]["real"]["cpu_us"].get<double>(), 0);
-  EXPECT_GT(j["header"]["mock"]["cpu_us"].get<double>(), 0);
+  EXPECT_GT(j["header"]["real"]["server_cpu_us"].get<double>(), 0);
+  EXPECT_GT(j["header"]["mock"]["server_cpu_us"].get<double>(), 0);
   // The side-by-side's two rounds, paired: the calibrated mock's CPU per
   // connection over the real server's is the geometric mean of the rounds'
   // quotients, inside its interval, and the goal is judged on that interval.
-  const nlohmann::json& real_cpu = j["header"]["real"]["rounds_cpu_us"];
-  const nlohmann::json& mock_cpu = j["header"]["mock"]["rounds_cpu_us"];
+  const nlohmann::json& real_cpu = j["header"]["real"]["rounds_server_cpu_us"];
+  const nlohmann::json& mock_cpu = j["header"]["mock"]["rounds_server_cpu_us"];
   ASSERT_EQ(real_cpu.size(), 2u) << j["header"]["real"].dump();
   ASSERT_EQ(mock_cpu.size(), 2u);
   const double expected = std::sqrt(mock_cpu[0].get<double>() / real_cpu[0].get<double>() * mock_cpu[1].get<double>() /

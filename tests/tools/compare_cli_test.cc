@@ -108,18 +108,18 @@ TEST_F(CompareCliTest, RatiosArePairedWithinRoundsAndCarryIntervalsAndVerdicts) 
   std::map<int64_t, nlohmann::json> baseline;  // by shared_buffers_bytes
   for (const nlohmann::json& row : rows) {
     for (const char* key : {"config", "layout", "exit_check", "catcache", "syscache", "aa", "shared_buffers_bytes",
-                            "cpu_us_per_connection", "cpu_us_per_connection_ci", "cpu_us_per_connection_vs_baseline",
-                            "cpu_us_per_connection_vs_baseline_ci", "cpu_us_per_connection_vs_baseline_verdict",
+                            "server_cpu_us", "server_cpu_us_ci", "server_cpu_us_vs_baseline",
+                            "server_cpu_us_vs_baseline_ci", "server_cpu_us_vs_baseline_verdict",
                             "connections_per_second", "connections_per_second_ci", "connections_per_second_vs_baseline",
                             "connections_per_second_vs_baseline_ci", "connections_per_second_vs_baseline_verdict",
                             "exit_check_us", "exit_check_us_vs_baseline", "exit_check_us_vs_baseline_ci",
-                            "exit_check_us_vs_baseline_verdict", "rounds_cpu_us_per_connection",
+                            "exit_check_us_vs_baseline_verdict", "rounds_server_cpu_us",
                             "rounds_connections_per_second", "rounds_exit_check_us"}) {
       ASSERT_TRUE(row.contains(key)) << key << " missing from " << row.dump();
     }
     EXPECT_EQ(row["syscache"], "pg17");
     EXPECT_EQ(row["aa"], false);
-    for (const char* key : {"rounds_cpu_us_per_connection", "rounds_connections_per_second", "rounds_exit_check_us"}) {
+    for (const char* key : {"rounds_server_cpu_us", "rounds_connections_per_second", "rounds_exit_check_us"}) {
       ASSERT_EQ(row[key].size(), 3u) << key << ": one figure per round";
     }
     if (row["config"] == "array/always") baseline[row["shared_buffers_bytes"].get<int64_t>()] = row;
@@ -129,7 +129,7 @@ TEST_F(CompareCliTest, RatiosArePairedWithinRoundsAndCarryIntervalsAndVerdicts) 
     SCOPED_TRACE(row.dump());
     const nlohmann::json& base = baseline.at(row["shared_buffers_bytes"].get<int64_t>());
     if (row["config"] == "array/always") {
-      for (const char* key : {"cpu_us_per_connection_vs_baseline", "connections_per_second_vs_baseline", "exit_check_us_vs_baseline"}) {
+      for (const char* key : {"server_cpu_us_vs_baseline", "connections_per_second_vs_baseline", "exit_check_us_vs_baseline"}) {
         EXPECT_EQ(row[key].get<double>(), 1.0) << key;
         EXPECT_TRUE(row[std::string(key) + "_ci"].is_null()) << key << ": the baseline against itself has no interval";
         EXPECT_TRUE(row[std::string(key) + "_verdict"].is_null()) << key;
@@ -141,7 +141,7 @@ TEST_F(CompareCliTest, RatiosArePairedWithinRoundsAndCarryIntervalsAndVerdicts) 
       const char* rounds;
       bool lower_is_faster;
     };
-    for (const Ratio& ratio : {Ratio{"cpu_us_per_connection_vs_baseline", "rounds_cpu_us_per_connection", true},
+    for (const Ratio& ratio : {Ratio{"server_cpu_us_vs_baseline", "rounds_server_cpu_us", true},
                                Ratio{"connections_per_second_vs_baseline", "rounds_connections_per_second", false},
                                Ratio{"exit_check_us_vs_baseline", "rounds_exit_check_us", true}}) {
       SCOPED_TRACE(ratio.key);
@@ -163,8 +163,8 @@ TEST_F(CompareCliTest, RatiosArePairedWithinRoundsAndCarryIntervalsAndVerdicts) 
   // CSV: the same rows, each estimate with its interval's ends.
   const std::vector<std::string> csv = Lines(ReadFile(csv_path));
   ASSERT_EQ(csv.size(), 5u);
-  EXPECT_NE(csv[0].find(",cpu_us_per_connection_vs_baseline,cpu_us_per_connection_vs_baseline_ci_low,"
-                        "cpu_us_per_connection_vs_baseline_ci_high,cpu_us_per_connection_vs_baseline_verdict,"),
+  EXPECT_NE(csv[0].find(",server_cpu_us_vs_baseline,server_cpu_us_vs_baseline_ci_low,"
+                        "server_cpu_us_vs_baseline_ci_high,server_cpu_us_vs_baseline_verdict,"),
             std::string::npos)
       << csv[0];
   // Text: the verdicts and how to read them.
@@ -202,7 +202,7 @@ TEST_F(CompareCliTest, AnAaRunAddsACopyOfTheBaselineComparedWithIt) {
     labels.push_back(row.value("config", "") + "@" + row.value("shared_buffers", ""));
     EXPECT_EQ(row["aa"].get<bool>(), row.value("config", "") == "array/always#2") << row.dump();
     if (row["aa"].get<bool>()) {
-      EXPECT_TRUE(row["cpu_us_per_connection_vs_baseline_verdict"].is_string()) << row.dump();
+      EXPECT_TRUE(row["server_cpu_us_vs_baseline_verdict"].is_string()) << row.dump();
       EXPECT_TRUE(row["connections_per_second_vs_baseline_verdict"].is_string()) << row.dump();
     }
   }
@@ -287,7 +287,7 @@ TEST_F(CompareCliTest, ClientsAreADimensionOfTheMatrix) {
   for (const nlohmann::json& row : j["rows"]) {
     SCOPED_TRACE(row.dump());
     const nlohmann::json& base = baseline.at(row["clients"].get<int64_t>());
-    for (const auto& [key, rounds] : {std::pair{"cpu_us_per_connection_vs_baseline", "rounds_cpu_us_per_connection"},
+    for (const auto& [key, rounds] : {std::pair{"server_cpu_us_vs_baseline", "rounds_server_cpu_us"},
                                       std::pair{"connections_per_second_vs_baseline", "rounds_connections_per_second"}}) {
       const double value = row[key].get<double>();
       EXPECT_NEAR(value, PairedRatioOf(row[rounds], base[rounds]), 1e-9 * value) << key;

@@ -371,7 +371,7 @@ TEST_F(CycleCliTest, CompareAcrossModesHasARowPerModeAgainstTheFirstMode) {
   std::map<std::string, std::vector<double>> fork_rounds;  // by layout
   for (const nlohmann::json& row : j.value("rows", nlohmann::json::array())) {
     modes.push_back(row.value("mode", ""));
-    const std::vector<double> rounds = row["rounds_cpu_us_per_connection"].get<std::vector<double>>();
+    const std::vector<double> rounds = row["rounds_server_cpu_us"].get<std::vector<double>>();
     if (row.value("mode", "") == "fork") {
       fork_rounds[row.value("layout", "")] = rounds;
       continue;
@@ -382,9 +382,9 @@ TEST_F(CycleCliTest, CompareAcrossModesHasARowPerModeAgainstTheFirstMode) {
     ASSERT_EQ(base.size(), rounds.size()) << row.dump();
     double log_sum = 0;
     for (size_t i = 0; i < rounds.size(); ++i) log_sum += std::log(rounds[i] / base[i]);
-    EXPECT_NEAR(row.value("cpu_us_per_connection_vs_baseline", 0.0), std::exp(log_sum / static_cast<double>(rounds.size())), 1e-9)
+    EXPECT_NEAR(row.value("server_cpu_us_vs_baseline", 0.0), std::exp(log_sum / static_cast<double>(rounds.size())), 1e-9)
         << row.dump();
-    EXPECT_TRUE(row["cpu_us_per_connection_vs_baseline_ci"].is_array()) << row.dump();
+    EXPECT_TRUE(row["server_cpu_us_vs_baseline_ci"].is_array()) << row.dump();
   }
   EXPECT_EQ(modes, (std::vector<std::string>{"fork", "fork", "thread", "thread", "prefork", "prefork"}));
   ExpectTmpdirEmpty();

@@ -110,14 +110,14 @@ TEST_F(PgCliTest, CompareWithPgAddsARealServerPerSharedBuffersInTheSameRounds) {
     // Paired with the mock's baseline round by round, as the mock's rows are.
     const nlohmann::json& base = mock.at(key(row));
     for (const auto& [ratio, rounds] : {std::pair{"connections_per_second_vs_baseline", "rounds_connections_per_second"},
-                                        std::pair{"cpu_us_per_connection_vs_baseline", "rounds_cpu_us_per_connection"}}) {
+                                        std::pair{"server_cpu_us_vs_baseline", "rounds_server_cpu_us"}}) {
       ASSERT_EQ(row[rounds].size(), 2u) << rounds;
       double logs = 0;
       for (size_t i = 0; i < 2; ++i) logs += std::log(row[rounds][i].get<double>() / base[rounds][i].get<double>());
       EXPECT_NEAR(row[ratio].get<double>(), std::exp(logs / 2), 1e-9 * row[ratio].get<double>()) << ratio;
       EXPECT_TRUE(row[std::string(ratio) + "_verdict"].is_string()) << ratio;
     }
-    EXPECT_GT(row["cpu_us_per_connection"].get<double>(), 0) << "the real server's CPU, per connection";
+    EXPECT_GT(row["server_cpu_us"].get<double>(), 0) << "the real server's CPU, per connection";
     EXPECT_TRUE(row["exit_check_us"].is_null()) << "a real backend's phases are not the mock's";
   }
   EXPECT_EQ(j["header"]["pg"]["settings"]["fsync"], "off");

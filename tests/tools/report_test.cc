@@ -36,26 +36,22 @@ Report SampleReport() {
       {"name", "name"},
       {"count", "count"},
       {"ratio", "ratio", 2},
-      {"", "text only"},
+      {.key = "derived", .heading = "text only", .text_only = true},
       {"machine_only", ""},
       {"note", "note"},
   });
-  std::vector<Cell> first;
-  first.emplace_back(std::in_place_type<std::string>, "alpha");
-  first.emplace_back(int64_t{42});
-  first.emplace_back(3.14159);
-  first.emplace_back(std::in_place_type<std::string>, "TEXTONLYVALUE");
-  first.emplace_back(std::in_place_type<std::string>, "MACHINEVALUE");
-  first.emplace_back(std::in_place_type<std::string>, "a,b");
-  report.AddRow(std::move(first));
-  std::vector<Cell> second;
-  second.emplace_back(std::in_place_type<std::string>, "beta");
-  second.emplace_back(std::monostate{});
-  second.emplace_back(std::monostate{});
-  second.emplace_back(std::monostate{});
-  second.emplace_back(int64_t{-7});
-  second.emplace_back(std::in_place_type<std::string>, "say \"hi\"");
-  report.AddRow(std::move(second));
+  report.AddRow(std::move(report.NewRow()
+                              .Set("name", std::string("alpha"))
+                              .Set("count", int64_t{42})
+                              .Set("ratio", 3.14159)
+                              .Set("derived", std::string("TEXTONLYVALUE"))
+                              .Set("machine_only", std::string("MACHINEVALUE"))
+                              .Set("note", std::string("a,b"))));
+  // A row sets its cells in any order; those it leaves unset are missing.
+  report.AddRow(std::move(report.NewRow()
+                              .Set("note", std::string("say \"hi\""))
+                              .Set("machine_only", int64_t{-7})
+                              .Set("name", std::string("beta"))));
   report.SetHeader({{"machine", {{"cores", 2}}}, {"build_type", "Test"}});
   return report;
 }
@@ -70,7 +66,7 @@ TEST(ReportTest, JsonRowsHaveExactlyTheKeyedColumnsAndNullForMissing) {
     ASSERT_TRUE(row.is_object());
     EXPECT_EQ(row.size(), 5u) << row.dump();
     for (const char* key : {"name", "count", "ratio", "machine_only", "note"}) EXPECT_TRUE(row.contains(key)) << key;
-    EXPECT_FALSE(row.contains("")) << "a text-only column has no key";
+    EXPECT_FALSE(row.contains("derived")) << "a text-only column is not in JSON";
   }
   const nlohmann::json& first = json["rows"][0];
   EXPECT_EQ(first["name"], "alpha");
@@ -99,9 +95,7 @@ TEST(ReportTest, CsvHasTheKeyedHeaderAndQuotesCommasAndQuotes) {
 
 TEST(ReportTest, CsvQuotesANewlineInsideAValue) {
   Report report(std::vector<Column>{{"k", "k"}});
-  std::vector<Cell> row;
-  row.emplace_back(std::in_place_type<std::string>, "two\nlines");
-  report.AddRow(std::move(row));
+  report.AddRow(std::move(report.NewRow().Set("k", std::string("two\nlines"))));
   std::ostringstream out;
   report.WriteCsv(out);
   EXPECT_EQ(out.str(), "k\n\"two\nlines\"\n");
@@ -134,12 +128,13 @@ Report EstimateReport() {
   Report report(std::vector<Column>{{"name", "name"},
                                     {"cpu_us", "CPU us", 1, ColumnKind::kMedian},
                                     {"cpu_vs_base", "vs base", 2, ColumnKind::kRatio}});
-  std::vector<Cell> row;
-  row.emplace_back(std::in_place_type<std::string>, "a");
-  row.emplace_back(Estimate{.value = 200, .interval = Interval{190, 214}, .verdict = std::nullopt, .precise = true});
-  row.emplace_back(Estimate{.value = 0.5, .interval = Interval{0.48, 0.521}, .verdict = Verdict::kFaster, .precise = false});
-  report.AddRow(std::move(row));
-  report.AddRow({std::string("b"), std::monostate{}, std::monostate{}});
+  report.AddRow(std::move(
+      report.NewRow()
+          .Set("name", std::string("a"))
+          .Set("cpu_us", Estimate{.value = 200, .interval = Interval{190, 214}, .verdict = std::nullopt, .precise = true})
+          .Set("cpu_vs_base",
+               Estimate{.value = 0.5, .interval = Interval{0.48, 0.521}, .verdict = Verdict::kFaster, .precise = false})));
+  report.AddRow(std::move(report.NewRow().Set("name", std::string("b"))));
   return report;
 }
 
@@ -173,10 +168,16 @@ TEST(ReportTest, EstimatesCarryTheirIntervalAndVerdictInEveryRendering) {
   EXPECT_NE(shown[1].find("0.50 [0.480, 0.521] faster*"), std::string::npos) << shown[1];
 }
 
-TEST(ReportDeathTest, RowOfTheWrongSizeIsABrokenInvariant) {
+TEST(ReportDeathTest, AKeyNotAColumnsOrSetTwiceIsABrokenInvariant) {
   Report report(std::vector<Column>{{"a", "a"}, {"b", "b"}});
-  EXPECT_DEATH(report.AddRow({int64_t{1}}), "check failed");
-  EXPECT_DEATH(report.AddRow({int64_t{1}, int64_t{2}, int64_t{3}}), "check failed");
+  EXPECT_DEATH(report.NewRow().Set("c", int64_t{1}), "check failed");
+  EXPECT_DEATH(report.NewRow().Set("a", int64_t{1}).Set("a", int64_t{2}), "check failed");
+  Report other(std::vector<Column>{{"a", "a"}});
+  EXPECT_DEATH(report.AddRow(other.NewRow()), "check failed");
+}
+
+TEST(ReportDeathTest, TwoColumnsWithOneKeyAreABrokenInvariant) {
+  EXPECT_DEATH(Report(std::vector<Column>{{"a", "a"}, {"a", "again"}}), "check failed");
 }
 
 using ReportFileTest = test_util::TempDirTest;

@@ -96,7 +96,7 @@ TEST_F(XlogCliTest, TinyRunPrintsBothTablesAndWritesJsonAndCsv) {
   int reader_figures = 0, intervals = 0;
   for (const nlohmann::json& row : json["rows"]) {
     for (const char* key : {"variant", "workers", "record_size", "reader", "locks", "records_per_second",
-                            "insert_p50_ns", "insert_p99_ns", "reader_ns_per_call", "records_per_second_vs_per_lock",
+                            "insert_ns_p50", "insert_ns_p99", "reader_ns_per_call", "records_per_second_vs_per_lock",
                             "reader_ns_vs_per_lock", "records_per_second_vs_reader_off"}) {
       EXPECT_TRUE(row.contains(key)) << key << " missing from " << row.dump();
     }

@@ -91,7 +91,7 @@ TEST(LatchExperimentTest, BadOptionsAreRefusedBeforeAnythingRuns) {
   // One CPU twice once pinned a busy owner beside its setter, and the run hung.
   o.cpus = {0, 0};
   EXPECT_EQ(ValidateLatchOptions(o).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(ValidateLatchOptions(o).message().find("--cpus=0"), std::string::npos) << ValidateLatchOptions(o);
+  EXPECT_NE(ValidateLatchOptions(o).message().find("`cpus`=0"), std::string::npos) << ValidateLatchOptions(o);
   EXPECT_FALSE(ParseCpus("0,x").ok());
   EXPECT_TRUE(ParseCpus("any")->empty());
   EXPECT_EQ(*ParseCpus("0,1"), (std::vector<int>{0, 1}));
