@@ -18,11 +18,11 @@
 namespace backendlab {
 
 // What a held backend may take of the host's memory, for the check before a
-// run: PostgreSQL's own memory of an idle connection is under 2 MiB
-// (../shared/facts/CONNECTIONS.md, "Many connections"); its page tables,
-// kernel stack and task structures come on top. Twice the anchor: an
-// estimate that errs on the side of refusing, not a measurement (a run
-// measures it: ProcessMemory).
+// run: PostgreSQL's own memory of an idle connection is under 2 MiB (A.
+// Freund, "Measuring the Memory Overhead of a Postgres Connection", 2020;
+// docs/sources.md); its page tables, kernel stack and task structures come
+// on top. Twice the anchor: an estimate that errs on the side of refusing,
+// not a measurement (a run measures it: ProcessMemory).
 inline constexpr int64_t kHeldBackendBytes = 4LL << 20;
 
 // The most connections a loop keeps in flight, mock or real: each a backend

@@ -2,7 +2,7 @@
 // log_connections=setup_durations every client backend logs, once, when it
 // is first ready for a query,
 //   connection ready: setup total=%.3f ms, fork=%.3f ms, authentication=%.3f ms
-// (PostgreSQL commit 18cd15e706ac; ../shared/facts/CONNECTIONS.md). The
+// (PostgreSQL commit 18cd15e706ac; docs/sources.md). The
 // server's figures, read from its log, to be set beside the tool's connect
 // latency and its per-phase CPU.
 //

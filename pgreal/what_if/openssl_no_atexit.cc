@@ -6,7 +6,8 @@
 // first initialisation's options are the ones that hold: no process the
 // postmaster forks runs OPENSSL_cleanup at its exit. What PostgreSQL could
 // do itself: the same call at the top of PostmasterMain (A. Freund's
-// experiment, ../shared/facts/CONNECTIONS.md).
+// experiment in the pgsql-hackers thread "Unnecessary connection overhead
+// due copy-on-write (mainly openssl)"; docs/sources.md).
 //
 // The server's own libcrypto is called, whichever it links (Debian's 3, the
 // npm package's 1.1.1): the symbol is looked up in the process, not linked.

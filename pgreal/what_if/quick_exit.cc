@@ -6,7 +6,8 @@
 // destructors (_dl_fini: libstdc++'s and ICU's). stdio is flushed first. An
 // exit() called elsewhere, before PostgreSQL's callbacks ran, is libc's own.
 // What PostgreSQL could do itself: _exit() at the end of proc_exit() (A.
-// Freund's experiment, ../shared/facts/CONNECTIONS.md).
+// Freund's experiment in the pgsql-hackers thread "Unnecessary connection
+// overhead due copy-on-write (mainly openssl)"; docs/sources.md).
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
