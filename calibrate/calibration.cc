@@ -520,8 +520,8 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrationOptions& o) {
                           {"connections", o.connections},
                           {"fit_rounds", o.fit_rounds},
                           {"iterations", o.iterations},
-                          {"real_cpu_us_per_connection", real_target.cpu_us},
-                          {"real_minor_faults_per_connection", real_target.minor_faults}};
+                          {"real_server_cpu_us", real_target.cpu_us},
+                          {"real_server_minor_faults", real_target.minor_faults}};
   say("calibrate: real and mock side by side");
   if (absl::Status s = SideBySide(o, kinds, pg, rows, result); !s.ok()) return s;
   absl::StatusOr<pgreal::PgResult> finished = pg.Finish();
