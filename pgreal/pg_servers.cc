@@ -454,6 +454,7 @@ absl::Status PgServers::StopAll() {
   if (reserved_ != nullptr) {
     absl::Status released = reserved_->Release();
     if (status.ok() && !released.ok()) status = released;
+    result_.huge_pages_released = reserved_->released();
     reserved_.reset();
   }
   return status;
