@@ -190,7 +190,10 @@ struct PgResult {
   // What the run found of an earlier run's change to the host and undid
   // (a killed run's vm.nr_hugepages), one line; empty if nothing.
   std::string restored;
-  int64_t huge_pages_added = 0;  // vm.nr_hugepages grown by this much for the run, and put back
+  int64_t huge_pages_added = 0;  // vm.nr_hugepages grown by this much for the run
+  // What the run's end did with it (HugePageReservation::released()): put
+  // back, or left as someone else set it meanwhile; one line, empty if nothing.
+  std::string huge_pages_released;
 };
 
 // The servers measured beside another experiment's rounds (`compare

@@ -163,6 +163,16 @@ absl::Status CheckOptions(const PgRunOptions& options) {
   if (!existing) {
     // The deepest socket of the run: a pooler's, in its directory inside the server's.
     if (absl::Status s = CheckSocketRoom(options.via.empty() ? "" : PoolerSocketDirectorySuffix()); !s.ok()) return s;
+    // A server that preloads a library (Server::Create checks it too, but
+    // only once the servers before it are made).
+    bool preloads = Uses(options, Profiler::kBuiltin);
+    for (const WhatIf& w : options.what_ifs) {
+      ServerOptions changed;
+      preloads = preloads || (ApplyWhatIf(w, changed).ok() && !changed.preload.empty());
+    }
+    if (preloads) {
+      if (absl::Status s = CheckPreloadRoom(); !s.ok()) return s;
+    }
   }
   return absl::OkStatus();
 }
@@ -444,6 +454,7 @@ absl::Status PgServers::StopAll() {
   if (reserved_ != nullptr) {
     absl::Status released = reserved_->Release();
     if (status.ok() && !released.ok()) status = released;
+    result_.huge_pages_released = reserved_->released();
     reserved_.reset();
   }
   return status;

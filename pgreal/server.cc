@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "base/interleaved.h"
 #include "base/interrupt.h"
+#include "base/ld_preload.h"
 #include "base/processes.h"
 #include "base/private_dir.h"
 #include "base/resource_usage.h"
@@ -177,6 +178,14 @@ absl::Status CheckSocketRoom(const std::string& suffix) {
   return absl::OkStatus();
 }
 
+absl::Status CheckPreloadRoom() {
+  const std::string root = TempRoot();
+  if (root.find_first_of(kLdPreloadSeparators) == std::string::npos) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "TMPDIR (", root, ") holds a space or a colon, where ld.so splits LD_PRELOAD's list with no way to quote either: ",
+      "the libraries a server preloads are copied into its directory there; set TMPDIR to a directory without spaces or colons"));
+}
+
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, const std::string& template_data) {
   absl::StatusOr<std::unique_ptr<Server>> server = Create(options, template_data);
   if (!server.ok()) return server.status();
@@ -197,6 +206,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   server->user_ = user;
   server->keep_ = options.keep;
   if (absl::Status s = CheckSocketRoom(); !s.ok()) return s;
+  if (!options.preload.empty() || options.builtin_sampler_hz > 0) {
+    if (absl::Status s = CheckPreloadRoom(); !s.ok()) return s;
+  }
   // Watched from the start (should the tool be killed, the watchdog removes
   // it), unless it is to be kept.
   absl::StatusOr<std::string> made = MakePrivateDir(kDirectoryPrefix);
@@ -365,10 +377,14 @@ absl::Status Server::Launch() {
   std::string preload = inherited != nullptr ? inherited : "";
   if (!options.preload.empty()) {
     if (preload_copy_.empty()) {
+      // Named after the library, with what LD_PRELOAD cannot carry (and
+      // anything else odd) as '_': CheckPreloadRoom keeps the directory clean.
       const size_t slash = options.preload.rfind('/');
-      absl::StatusOr<std::string> copy = CopyIntoDirectory(
-          options.preload, absl::StrCat("what-if-", options.preload.substr(slash == std::string::npos ? 0 : slash + 1)),
-          absl::StrCat("`what_if`=", options.what_if));
+      std::string name = absl::StrCat("what-if-", options.preload.substr(slash == std::string::npos ? 0 : slash + 1));
+      for (char& c : name) {
+        if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '+') c = '_';
+      }
+      absl::StatusOr<std::string> copy = CopyIntoDirectory(options.preload, name, absl::StrCat("`what_if`=", options.what_if));
       if (!copy.ok()) return copy.status();
       preload_copy_ = *copy;
     }

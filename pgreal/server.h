@@ -98,6 +98,13 @@ absl::Status ValidateOverride(const std::string& name, const std::string& value)
 // pooler's socket) included.
 absl::Status CheckSocketRoom(const std::string& suffix = "");
 
+// A library a server preloads (a what-if's, the built-in sampler) is copied
+// into the server's directory, under a name without spaces or colons, and
+// named in LD_PRELOAD, which ld.so splits at both with no way to quote
+// either: TMPDIR must hold neither. InvalidArgument naming it otherwise,
+// before anything is made.
+absl::Status CheckPreloadRoom();
+
 class Server {
  public:
   // initdb (or a copy of `template_data`, a data directory made by an earlier

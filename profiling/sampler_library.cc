@@ -20,6 +20,7 @@
 
 #include <atomic>
 
+#include "base/ld_preload.h"
 #include "base/signal_safe.h"
 #include "profiling/internal/sample_file_header.h"
 #include "profiling/internal/sampler_core.h"
@@ -97,35 +98,15 @@ Line Prefix() {
   return line;
 }
 
-// Removes `name` from LD_PRELOAD's list (separated by ':' or ' '), and the
-// tool's variables, so that nothing this process runs loads the library
+// Drops the tool's variables and this library from LD_PRELOAD
+// (base/ld_preload.h), so that nothing this process runs loads the library
 // again: a program the server execs (archive_command, COPY ... PROGRAM) is
 // left alone, and a stray process says so once, not once per descendant.
-void ForgetEnvironment(const char* name) {
+void ForgetEnvironment() {
   unsetenv(internal::kSampleFileEnv);
   unsetenv(internal::kSampledPidEnv);
   unsetenv(internal::kFailTimerEnv);
-  const char* list = getenv("LD_PRELOAD");
-  if (list == nullptr || name == nullptr) return;
-  char kept[4096];
-  size_t size = 0;
-  const size_t own = strlen(name);
-  for (const char* p = list; *p != '\0';) {
-    const size_t n = strcspn(p, ": ");
-    if (n > 0 && !(n == own && strncmp(p, name, n) == 0) && size + n + 1 < sizeof kept) {
-      if (size > 0) kept[size++] = ':';
-      memcpy(kept + size, p, n);
-      size += n;
-    }
-    p += n;
-    if (*p != '\0') ++p;
-  }
-  kept[size] = '\0';
-  if (size == 0) {
-    unsetenv("LD_PRELOAD");
-  } else {
-    setenv("LD_PRELOAD", kept, 1);
-  }
+  RemoveOwnLibraryFromLdPreload(reinterpret_cast<const void*>(&ForgetEnvironment));
 }
 
 // The file the tool made, mapped shared; nullptr with *why set if it cannot
@@ -208,9 +189,7 @@ __attribute__((constructor)) void StartIfAsked() {
   const long expected_pid = expected != nullptr ? strtol(expected, nullptr, 10) : 0;
   const bool fail_postmaster = fail != nullptr && strcmp(fail, "postmaster") == 0;
   g_fail_children = fail != nullptr && strcmp(fail, "children") == 0;
-  Dl_info self{};
-  dladdr(reinterpret_cast<const void*>(&StartIfAsked), &self);
-  ForgetEnvironment(self.dli_fname);
+  ForgetEnvironment();
 
   if (path[0] == '\0') {
     SayFailure("idle:", "BACKENDLAB_SAMPLER_FILE is not set (the library is loaded, but not by backendlab pg)", 0);

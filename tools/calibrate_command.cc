@@ -18,6 +18,7 @@
 #include "tools/flags.h"
 #include "tools/machine_header.h"
 #include "tools/calibrate_report.h"
+#include "tools/host_changes.h"
 #include "tools/html_report.h"
 #include "tools/report.h"
 #include "tools/progress.h"
@@ -118,6 +119,7 @@ absl::Status RunCalibrateCommand(std::span<const std::string> args, std::ostream
   if (absl::Status s = CheckOutputFile("backend-profile", flags->Get("backend-profile")); !s.ok()) return s;
   ProgressLine progress;
   options->progress = progress.Callback();
+  RestoreHostChanges(out);
   absl::StatusOr<calibrate::CalibrationResult> result = calibrate::RunCalibration(*options);
   progress.Clear();
   if (!result.ok()) return result.status();

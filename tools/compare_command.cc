@@ -24,6 +24,7 @@
 #include "tools/compare_command.h"
 #include "tools/compare_flags.h"
 #include "tools/compare_report.h"
+#include "tools/host_changes.h"
 #include "tools/html_report.h"
 #include "tools/cycle_report.h"
 #include "tools/diff_report.h"
@@ -179,6 +180,7 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   ProgressLine progress;  // the real servers' start, and their held connections in the rounds
   std::unique_ptr<pgreal::PgServers> pg;
   if (request->pg) {
+    RestoreHostChanges(out);
     request->pg->progress = progress.Callback();
     absl::StatusOr<std::unique_ptr<pgreal::PgServers>> started = pgreal::PgServers::Start(*request->pg);
     progress.Clear();

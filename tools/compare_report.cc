@@ -124,7 +124,9 @@ Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std
     const pgreal::PgTargetResult& t = targets[i];
     Report::Row row = report.NewRow();
     row.Set("config", t.key.ServerName()).Set("aa", Boolean{false});
-    SetPlace(row, static_cast<uint64_t>(t.key.shared_buffers_bytes), t.key.clients, matrix.holds.front());
+    // At the hold it ran with (none: the servers beside the matrix hold no
+    // connections), not the matrix's: PrintCompareNotes says so.
+    SetPlace(row, static_cast<uint64_t>(t.key.shared_buffers_bytes), t.key.clients, t.key.hold);
     SetServerCells(row, stats.companions[i].server, t.server_rounds, t.rates, stats.precision);
     row.Set("vs_fork_floor", OptionalCell(stats.companions[i].vs_fork_floor));
     report.AddRow(std::move(row));
@@ -194,6 +196,13 @@ void PrintCompareNotes(const CompareMatrix& matrix, const CompareStats& stats, b
       if (name != "shared_buffers") out << " " << name << "=" << value;
     }
     out << "\n";
+    // The servers beside the matrix hold none, whatever --hold lists: one
+    // row each, at hold 0, against the baseline at the first hold.
+    if (std::any_of(matrix.holds.begin(), matrix.holds.end(), [](int64_t h) { return h != 0; })) {
+      out << targets[0].key.ServerName() << " holds no connections: its rows are at hold 0 only, each compared with "
+          << matrix.baseline_label << " at hold " << matrix.holds.front()
+          << " (pg --hold measures a real server holding them).\n";
+    }
   }
   if (!kAssertChecking) {
     out << "exit-check assert: compiled out of this build (no assert checking), as in a PostgreSQL >= 9.1 release build.\n";
@@ -223,7 +232,7 @@ LineChart CostChart(const CompareMatrix& matrix, const CompareStats& stats, std:
   }
   for (size_t i = 0; i < targets.size(); ++i) {
     add(targets[i].key.ServerName(), static_cast<uint64_t>(targets[i].key.shared_buffers_bytes), targets[i].key.clients,
-        matrix.holds.front(), stats.companions[i]);
+        targets[i].key.hold, stats.companions[i]);
   }
   return chart;
 }

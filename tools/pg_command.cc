@@ -17,6 +17,7 @@
 #include "pgreal/pg_run.h"
 #include "tools/exports_report.h"
 #include "tools/flags.h"
+#include "tools/host_changes.h"
 #include "tools/html_report.h"
 #include "tools/machine_header.h"
 #include "tools/server_columns.h"
@@ -64,6 +65,7 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& termi
   }
   ProgressLine progress;
   options->progress = progress.Callback();
+  RestoreHostChanges(out);
   absl::StatusOr<pgreal::PgResult> result = pgreal::RunPg(*options);
   progress.Clear();
   if (!result.ok()) return result.status();

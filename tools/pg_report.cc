@@ -194,10 +194,7 @@ void PrintPgNotes(const pgreal::PgResult& result, const pgreal::PgRunOptions& op
       said.push_back(*t.key.what_if);
       out << "  +" << t.key.what_if->name() << ": " << t.key.what_if->description() << "\n";
     }
-    if (result.huge_pages_added > 0) {
-      out << absl::StrFormat("  vm.nr_hugepages was grown by %d for the run, and put back after it\n",
-                             result.huge_pages_added);
-    }
+    if (!result.huge_pages_released.empty()) out << "  " << result.huge_pages_released << "\n";
   }
   if (!result.server_figures_note.empty()) out << "server-side figures " << InFlagWords(result.server_figures_note) << "\n";
   for (const pgreal::PgTargetResult& t : result.targets) {

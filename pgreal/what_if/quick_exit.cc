@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/ld_preload.h"
 #include "pgreal/what_if/shim_line.h"
 #include "pgreal/what_if/what_if_list.h"
 
@@ -27,6 +28,8 @@ const volatile bool* g_in_progress = nullptr;
 ExitFunction g_libc_exit = nullptr;
 
 __attribute__((constructor)) void FindProcExitFlag() {
+  // Meant for the server and its forks, not for what it executes.
+  backendlab::RemoveOwnLibraryFromLdPreload(reinterpret_cast<const void*>(&FindProcExitFlag));
   g_in_progress = static_cast<const volatile bool*>(dlsym(RTLD_DEFAULT, "proc_exit_inprogress"));
   g_libc_exit = reinterpret_cast<ExitFunction>(dlsym(RTLD_NEXT, "exit"));
   if (g_in_progress == nullptr) {

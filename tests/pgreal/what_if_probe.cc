@@ -7,7 +7,10 @@
 //   what_if_probe openssl
 //     registers an OPENSSL_atexit handler that writes "OPENSSL_cleanup ran",
 //     initialises OpenSSL implicitly (RAND_bytes, as pg_strong_random does),
-//     and calls exit(0).
+//     and calls exit(0);
+//   what_if_probe ld-preload
+//     writes "LD_PRELOAD=" and the variable (or "(unset)"): what a program
+//     this one executed would be given.
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <stdio.h>
@@ -41,6 +44,13 @@ int main(int argc, char** argv) {
     if (RAND_bytes(bytes, sizeof bytes) != 1) return 2;
     exit(0);
   }
-  fputs("usage: what_if_probe quick-exit in-progress|not-in-progress | openssl\n", stderr);
+  if (argc == 2 && strcmp(argv[1], "ld-preload") == 0) {
+    const char* preload = getenv("LD_PRELOAD");
+    Say("LD_PRELOAD=");
+    Say(preload != nullptr ? preload : "(unset)");
+    Say("\n");
+    return 0;
+  }
+  fputs("usage: what_if_probe quick-exit in-progress|not-in-progress | openssl | ld-preload\n", stderr);
   return 2;
 }

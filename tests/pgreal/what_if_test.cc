@@ -30,14 +30,16 @@ struct Ran {
   std::string output;  // stdout and stderr
 };
 
-// The probe with `preload` ("" for none) LD_PRELOADed, its output captured.
-Ran RunProbe(const std::vector<std::string>& args, const std::string& preload) {
+// The probe (`program`) with `preload` ("" for none) LD_PRELOADed, its
+// output captured.
+Ran RunProbe(const std::vector<std::string>& args, const std::string& preload,
+             const std::string& program = WHAT_IF_PROBE_PATH) {
   absl::StatusOr<PrivateDir> dir = PrivateDir::Make("backendlab-what-if-test");
   EXPECT_TRUE(dir.ok()) << dir.status();
   internal::SpawnOptions spawn;
   spawn.log_path = dir->path() + "/out";
   if (!preload.empty()) spawn.environment.push_back("LD_PRELOAD=" + preload);
-  std::vector<std::string> argv = {WHAT_IF_PROBE_PATH};
+  std::vector<std::string> argv = {program};
   argv.insert(argv.end(), args.begin(), args.end());
   Ran ran;
   absl::StatusOr<pid_t> pid = internal::Spawn(argv, spawn);
@@ -138,6 +140,38 @@ TEST(OpensslNoAtexit, NoOpensslCleanupRunsAtExit) {
   EXPECT_EQ(changed.exit_status, 0);
   EXPECT_THAT(changed.output, HasSubstr("backendlab what-if openssl-no-atexit: applied in process"));
   EXPECT_THAT(changed.output, Not(HasSubstr("OPENSSL_cleanup ran")));
+}
+
+// Audit B24 of 2026-12-05: "applied" was said whenever OPENSSL_init_crypto
+// returned 1, which an OpenSSL that ignores the flag (before 1.1.1b) does
+// too.
+TEST(OpensslNoAtexit, TheAppliedLineNamesTheOpensslVersion) {
+  const Ran changed = RunProbe({"openssl"}, WhatIfLibraryPath(WhatIfKind::kOpensslNoAtexit));
+  EXPECT_EQ(changed.exit_status, 0);
+  EXPECT_THAT(changed.output, ::testing::ContainsRegex("openssl-no-atexit: applied in process [0-9]+ \\(OpenSSL [0-9]"));
+}
+
+TEST(OpensslNoAtexit, AnOpensslBefore111bIsRefusedWithItsVersion) {
+  const Ran old = RunProbe({}, WhatIfLibraryPath(WhatIfKind::kOpensslNoAtexit), WHAT_IF_FAKE_OPENSSL_PROBE_PATH);
+  EXPECT_EQ(old.exit_status, 1) << old.output;
+  EXPECT_THAT(old.output, HasSubstr("openssl-no-atexit: not applied: OpenSSL 1.1.1a  20 Nov 2018"));
+  EXPECT_THAT(old.output, HasSubstr("1.1.1b"));
+  EXPECT_THAT(old.output, Not(HasSubstr("applied in process")));
+}
+
+// B24: a shim left LD_PRELOAD naming itself, so every program the server
+// executes (archive_command, COPY ... PROGRAM) loaded it too, and
+// quick-exit made such a program exit with status 1.
+TEST(WhatIfLibraries, EachRemovesItselfFromLdPreloadOnceLoaded) {
+  for (WhatIfKind kind : {WhatIfKind::kQuickExit, WhatIfKind::kOpensslNoAtexit}) {
+    const std::string library = WhatIfLibraryPath(kind);
+    const Ran alone = RunProbe({"ld-preload"}, library);
+    EXPECT_EQ(alone.exit_status, 0) << alone.output;
+    EXPECT_THAT(alone.output, HasSubstr("LD_PRELOAD=(unset)")) << library;
+    // Another library in the list stays, whichever separator ld.so read.
+    const Ran with_other = RunProbe({"ld-preload"}, absl::StrCat("libm.so.6 ", library, ":libm.so.6"));
+    EXPECT_THAT(with_other.output, HasSubstr("LD_PRELOAD=libm.so.6:libm.so.6\n")) << library;
+  }
 }
 
 // A profile of `samples` backend stacks, each under its phase.

@@ -127,6 +127,26 @@ TEST_F(PgCliTest, CompareWithPgAddsARealServerPerSharedBuffersInTheSameRounds) {
   ExpectNoServerLeft();
 }
 
+// Defect 13 of the 2026-12-05 reliability review: with --hold=0,8 the
+// mock had rows at both holds and the real server one at hold 0, and no line
+// said it held none.
+TEST_F(PgCliTest, CompareWithPgAndHoldSaysTheRealServerHoldsNone) {
+  const std::string json_path = dir_ + "/compare.json";
+  const test_util::RunResult r =
+      Run({"compare", "--with-pg", "--hold=0,8", "--layouts=hash", "--exit-checks=off", "--shared-buffers=128MB",
+           "--connections=6", "--rounds=2", "--warmup=1", "--work-lookups=10", "--json=" + json_path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(test_util::ReadFile(json_path));
+  std::vector<int64_t> mock_holds, pg_holds;
+  for (const nlohmann::json& row : j["rows"]) {
+    (row["config"] == "pg15" ? pg_holds : mock_holds).push_back(row["hold"].get<int64_t>());
+  }
+  EXPECT_EQ(mock_holds, (std::vector<int64_t>{0, 8})) << j.dump(2);
+  EXPECT_EQ(pg_holds, (std::vector<int64_t>{0})) << "the real server's one row, at what it held: " << j.dump(2);
+  EXPECT_NE(r.out.find("pg15 holds no connections"), std::string::npos) << r.out;
+  ExpectNoServerLeft();
+}
+
 TEST_F(PgCliTest, CompareWithPgThroughAPoolerAddsThePooledRow) {
   if (!HavePgBouncer()) BACKENDLAB_SKIP(test_util::kNeedsPgBouncer) << "no pgbouncer (tools/install-deps installs it)";
   const test_util::RunResult via =
