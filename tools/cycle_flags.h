@@ -16,10 +16,6 @@
 
 namespace backendlab::tools {
 
-// "10s", "500ms", "2m", more than 0 and at most a day; InvalidArgument
-// otherwise.
-absl::StatusOr<absl::Duration> ParseDuration(std::string_view text);
-
 // A built-in syscache profile's name (pg90, pg17), or InvalidArgument.
 absl::StatusOr<std::string> ParseSyscacheName(std::string_view name);
 

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "base/check.h"
-#include "tools/cycle_flags.h"
+#include "tools/flags.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using backendlab::tools::ParseDuration;

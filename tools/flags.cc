@@ -175,4 +175,33 @@ std::string FlagsHelp(std::span<const FlagSpec> specs) {
   return out;
 }
 
+absl::StatusOr<absl::Duration> ParseDuration(std::string_view text) {
+  const std::string t(text);
+  size_t digits = 0;
+  while (digits < t.size() && t[digits] >= '0' && t[digits] <= '9') ++digits;
+  int64_t n = 0;
+  if (digits == 0 || !absl::SimpleAtoi(t.substr(0, digits), &n)) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid duration ", Quoted(t), " (e.g. 10s, 500ms, 2m)"));
+  }
+  const std::string unit = t.substr(digits);
+  constexpr int64_t kDayMs = 24 * 3600 * 1000;
+  if (n > kDayMs) {  // checked before any multiplication can overflow
+    return absl::InvalidArgumentError(absl::StrCat("invalid duration ", Quoted(t), ": must be > 0 and at most a day"));
+  }
+  int64_t ms;
+  if (unit == "ms") {
+    ms = n;
+  } else if (unit == "s") {
+    ms = n * 1000;
+  } else if (unit == "m") {
+    ms = n * 60'000;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("invalid duration ", Quoted(t), ": unit must be ms, s or m"));
+  }
+  if (ms <= 0 || ms > kDayMs) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid duration ", Quoted(t), ": must be > 0 and at most a day"));
+  }
+  return absl::Milliseconds(ms);
+}
+
 }  // namespace backendlab::tools

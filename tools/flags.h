@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace backendlab::tools {
 
@@ -61,6 +62,10 @@ std::string Quoted(std::string_view text);
 // flag ("--clients must be 1..1024", "--what-if=huge-pages: ..."). Other
 // backquoted words (a phase's, a shell command's) stay as they are.
 std::string InFlagWords(std::string_view message);
+
+// "10s", "500ms", "2m", more than 0 and at most a day; InvalidArgument
+// otherwise.
+absl::StatusOr<absl::Duration> ParseDuration(std::string_view text);
 
 // "  --name=DEFAULT  help" lines for a command's usage text.
 std::string FlagsHelp(std::span<const FlagSpec> specs);

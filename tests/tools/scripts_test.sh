@@ -2,12 +2,13 @@
 # The measurement scripts of tools/ run end to end, tiny: soak judges
 # memory and descriptors over its samples; the overhead and comparison
 # scripts print each round and the median of their per-round ratios, and
-# leave nothing behind. Usage: scripts_test.sh ROOT PRESET BINARY. Exits 77
-# (skipped, saying why) when BINARY is not PRESET's (a build directory made
-# without a preset), or, for the scripts that start a real server, where
-# Debian's PostgreSQL 15 is not installed.
+# leave nothing behind. Usage: scripts_test.sh ROOT PRESET BINARY SCRIPT,
+# one script a test (CTest runs them side by side). Exits 77 (skipped, saying
+# why) when BINARY is not PRESET's (a build directory made without a preset),
+# or, for the scripts that start a real server, where Debian's PostgreSQL 15
+# is not installed.
 set -euo pipefail
-root="$1" preset="$2" binary="$3"
+root="$1" preset="$2" binary="$3" script="$4"
 if [ ! "$root/build/$preset/tools/backendlab" -ef "$binary" ]; then
   echo "needs a preset's build: $binary is not the $preset preset's binary"
   exit 77
@@ -40,16 +41,30 @@ expect() {
   fi
 }
 ratios='median of 2 per-round ratios [0-9.]+ \(range [0-9.]+-[0-9.]+'
-INTERVAL=1 expect soak '^postmaster: RSS [0-9]+ -> [0-9]+ kB .*: (flat|NOT FLAT)$' \
-  "$root/tools/soak" --duration=6s --clients=1 --shared-buffers=128MB --layout=hash --work-lookups=10
-ROUNDS=2 expect sampler-overhead "$ratios" "$root/tools/sampler-overhead" --connections=40 --work-lookups=10
-if [ ! -x /usr/lib/postgresql/15/bin/postgres ]; then
-  [ "$fail" -eq 0 ] || exit 1
-  echo "needs postgresql: the real-server scripts are not run (tools/install-deps installs postgresql-15)"
-  exit 77
-fi
-ROUNDS=2 expect pg-counters-overhead "$ratios" "$root/tools/pg-counters-overhead" --connections=20 --warmup=2
-ROUNDS=2 expect pg-vs-pgbench "$ratios" "$root/tools/pg-vs-pgbench" 50
-ROUNDS=2 expect pg-builtin-overhead '^medians of 2 rounds: loaded/without' \
-  "$root/tools/pg-builtin-overhead" --connections=20 --warmup=2
+case "$script" in
+  soak|sampler-overhead) ;;
+  *)
+    if [ ! -x /usr/lib/postgresql/15/bin/postgres ]; then
+      echo "needs postgresql: the real-server scripts are not run (tools/install-deps installs postgresql-15)"
+      exit 77
+    fi
+    ;;
+esac
+case "$script" in
+  soak)
+    INTERVAL=1 expect soak '^postmaster: RSS [0-9]+ -> [0-9]+ kB .*: (flat|NOT FLAT)$' \
+      "$root/tools/soak" --duration=6s --clients=1 --shared-buffers=128MB --layout=hash --work-lookups=10 ;;
+  sampler-overhead)
+    ROUNDS=2 expect sampler-overhead "$ratios" "$root/tools/sampler-overhead" --connections=40 --work-lookups=10 ;;
+  pg-counters-overhead)
+    ROUNDS=2 expect pg-counters-overhead "$ratios" "$root/tools/pg-counters-overhead" --connections=20 --warmup=2 ;;
+  pg-vs-pgbench)
+    ROUNDS=2 expect pg-vs-pgbench "$ratios" "$root/tools/pg-vs-pgbench" 50 ;;
+  pg-builtin-overhead)
+    ROUNDS=2 expect pg-builtin-overhead '^medians of 2 rounds: loaded/without' \
+      "$root/tools/pg-builtin-overhead" --connections=20 --warmup=2 ;;
+  *)
+    echo "scripts_test.sh: unknown script '$script'" >&2
+    exit 2 ;;
+esac
 exit "$fail"
