@@ -15,7 +15,7 @@ std::string RenderFlameGraphSvg(const FoldedStacks& stacks, const FlameGraphOpti
     sorted.push_back({.stack = stack, .value = static_cast<double>(count)});
     total += static_cast<double>(count);
   }
-  internal::SortFlameStacks(sorted);
+  if (!internal::SortFlameStacks(sorted, options.stopped)) return "";
   internal::FlamePanel panel;
   panel.stacks = &sorted;
   panel.fill = [](const internal::FlameNode& node) { return internal::WarmColorOf(std::string(node.name)); };

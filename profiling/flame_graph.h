@@ -13,6 +13,14 @@ struct FlameGraphOptions {
   int width = 1200;          // pixels
   int frame_height = 16;     // pixels per stack level
   double min_width_px = 0.1; // narrower nodes (and so their children) are omitted
+  // Deeper frames (the root "all" is level 0) are not drawn, and a line says
+  // so: a stack a million frames deep would make a picture 16 million pixels
+  // high and gigabytes to write, of no use to a reader (profilers record
+  // 64 to 127 frames).
+  int max_depth = 1024;
+  // Asked as the graph is drawn (a command's stop request,
+  // base/interrupt.h): once it says yes, drawing ends and "" is returned.
+  bool (*stopped)() = nullptr;
 };
 
 // An SVG with no external resource (no link, font or network; one script
@@ -32,6 +40,8 @@ struct FlameGraphOptions {
 // XML-escaped. The script (internal/flame_svg.h): click a frame to zoom to
 // it, "Reset Zoom" to go back, "Search" for a regular expression, whose
 // matching frames turn magenta with the share of samples they cover.
+// Frames deeper than options.max_depth are not drawn; a line under the graph
+// says so. "" once options.stopped says yes.
 std::string RenderFlameGraphSvg(const FoldedStacks& stacks,
                                 const FlameGraphOptions& options = {});
 

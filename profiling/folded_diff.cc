@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <sstream>
 #include <string_view>
@@ -32,6 +33,10 @@ std::string ChangeColor(double change, double largest) {
 }  // namespace
 
 FoldedDiff FoldedDiff::Of(const DiffSide& a, const DiffSide& b, std::string unit) {
+  return *Of(a, b, std::move(unit), [] { return false; });
+}
+
+std::optional<FoldedDiff> FoldedDiff::Of(const DiffSide& a, const DiffSide& b, std::string unit, bool (*stopped)()) {
   FoldedDiff d;
   d.unit_ = std::move(unit);
   d.a_name_ = a.name;
@@ -43,6 +48,7 @@ FoldedDiff FoldedDiff::Of(const DiffSide& a, const DiffSide& b, std::string unit
   auto i = as.begin();
   auto j = bs.begin();
   while (i != as.end() || j != bs.end()) {
+    if (stopped()) return std::nullopt;
     StackDelta s;
     if (j == bs.end() || (i != as.end() && i->first < j->first)) {
       s.stack = i->first;
@@ -59,7 +65,7 @@ FoldedDiff FoldedDiff::Of(const DiffSide& a, const DiffSide& b, std::string unit
     d.b_total_ += s.b;
     d.stacks_.push_back(std::move(s));
   }
-  d.functions_ = d.Functions();
+  if (!d.MakeFunctions(stopped)) return std::nullopt;
   return d;
 }
 
@@ -73,36 +79,46 @@ std::string FoldedDiff::ToText() const {
   return text.str();
 }
 
-std::vector<FunctionDelta> FoldedDiff::Functions() const {
-  absl::flat_hash_map<std::string_view, FunctionDelta> by_name;
-  std::vector<std::string_view> seen;  // recursion: a function once per stack in total
-  for (const StackDelta& s : stacks_) {
-    seen.clear();
+bool FoldedDiff::MakeFunctions(bool (*stopped)()) {
+  // Each function with the index of the last stack that counted it in its
+  // total: a recursive function counts once per stack, found in one lookup
+  // per frame (a list of the stack's functions so far made a deep stack's
+  // cost grow with the square of its depth).
+  struct Counted {
+    FunctionDelta f;
+    size_t last_stack = SIZE_MAX;
+  };
+  absl::flat_hash_map<std::string_view, Counted> by_name;
+  for (size_t i = 0; i < stacks_.size(); ++i) {
+    if (stopped()) return false;
+    const StackDelta& s = stacks_[i];
     std::string_view rest = s.stack;
-    FunctionDelta* leaf = nullptr;
+    Counted* leaf = nullptr;
+    size_t depth = 0;
     while (!rest.empty()) {
       const size_t semi = rest.find(';');
       const std::string_view frame = rest.substr(0, semi);
       rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
+      ++depth;
       leaf = &by_name[frame];
-      if (std::find(seen.begin(), seen.end(), frame) != seen.end()) continue;
-      seen.push_back(frame);
-      leaf->a_total += s.a;
-      leaf->b_total += s.b;
+      if (leaf->last_stack == i) continue;
+      leaf->last_stack = i;
+      leaf->f.a_total += s.a;
+      leaf->f.b_total += s.b;
     }
+    deepest_ = std::max(deepest_, depth);
     if (leaf == nullptr) continue;
-    leaf->a_self += s.a;
-    leaf->b_self += s.b;
+    leaf->f.a_self += s.a;
+    leaf->f.b_self += s.b;
   }
-  std::vector<FunctionDelta> functions;
-  functions.reserve(by_name.size());
-  for (auto& [name, f] : by_name) {
-    f.name = std::string(name);
-    functions.push_back(std::move(f));
+  functions_.reserve(by_name.size());
+  for (auto& [name, counted] : by_name) {
+    counted.f.name = std::string(name);
+    functions_.push_back(std::move(counted.f));
   }
-  std::sort(functions.begin(), functions.end(),
+  std::sort(functions_.begin(), functions_.end(),
             [](const FunctionDelta& x, const FunctionDelta& y) { return x.name < y.name; });
-  return functions;
+  return true;
 }
 
 std::vector<FunctionDelta> FoldedDiff::Grown(size_t n) const {
@@ -136,11 +152,12 @@ std::string RenderDiffFlameGraphSvg(const FoldedDiff& diff, const FlameGraphOpti
   std::vector<internal::FlameStack> stacks;
   stacks.reserve(diff.stacks().size());
   for (const StackDelta& s : diff.stacks()) stacks.push_back({.stack = s.stack, .value = s.b, .other = s.a});
-  internal::SortFlameStacks(stacks);
+  if (!internal::SortFlameStacks(stacks, options.stopped)) return "";
   double largest = 0;
-  internal::ForEachFlameNode(stacks, false, [&](const internal::FlameNode& n) {
+  const internal::FlameWalk walk = internal::ForEachFlameNode(stacks, false, options, [&](const internal::FlameNode& n) {
     if (n.level > 0) largest = std::max(largest, std::abs(n.value - n.other));
   });
+  if (walk.stopped) return "";
   const std::string& unit = diff.unit();
   auto panel = [&](bool is_after, std::string caption) {
     internal::FlamePanel p;

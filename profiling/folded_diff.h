@@ -6,6 +6,7 @@
 #define BACKENDLAB_PROFILING_FOLDED_DIFF_H_
 
 #include <cstddef>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -41,8 +42,12 @@ struct FunctionDelta {
 
 class FoldedDiff {
  public:
-  // `unit` names what a value is ("us per connection").
+  // `unit` names what a value is ("us per connection"). Time and memory
+  // grow with the frames of the two sides' stacks, not with their square.
   static FoldedDiff Of(const DiffSide& a, const DiffSide& b, std::string unit);
+  // The same, asking `stopped` at every stack (a command's stop request,
+  // base/interrupt.h): nullopt once it says yes.
+  static std::optional<FoldedDiff> Of(const DiffSide& a, const DiffSide& b, std::string unit, bool (*stopped)());
 
   const std::vector<StackDelta>& stacks() const { return stacks_; }  // by stack, every one of either side
   double a_total() const { return a_total_; }
@@ -50,6 +55,8 @@ class FoldedDiff {
   const std::string& unit() const { return unit_; }
   const std::string& a_name() const { return a_name_; }
   const std::string& b_name() const { return b_name_; }
+  // The most frames of any stack (0 for none).
+  size_t deepest() const { return deepest_; }
 
   // One line per stack, "stack A B", sorted by stack, values with up to 6
   // significant digits: the two-column input FlameGraph's difffolded.pl
@@ -63,10 +70,12 @@ class FoldedDiff {
   std::vector<FunctionDelta> Shrunk(size_t n) const;
 
  private:
-  std::vector<FunctionDelta> Functions() const;
+  // Sets functions_ and deepest_ from stacks_; false once `stopped` says yes.
+  bool MakeFunctions(bool (*stopped)());
 
   std::vector<StackDelta> stacks_;
-  std::vector<FunctionDelta> functions_;  // Functions(), by name: computed once
+  std::vector<FunctionDelta> functions_;  // by name: computed once
+  size_t deepest_ = 0;
   double a_total_ = 0;
   double b_total_ = 0;
   std::string unit_;
@@ -80,7 +89,8 @@ class FoldedDiff {
 // the largest; grey where it did not change. The upper graph is b's widths
 // (a frame on b's side only shows there), the lower a's (a frame on a's
 // side only shows there, blue). Each frame's title gives both values and
-// the change.
+// the change. As RenderFlameGraphSvg, frames deeper than options.max_depth
+// are not drawn, and "" is returned once options.stopped says yes.
 std::string RenderDiffFlameGraphSvg(const FoldedDiff& diff, const FlameGraphOptions& options = {});
 
 }  // namespace backendlab::profiling

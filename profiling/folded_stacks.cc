@@ -15,7 +15,6 @@
 namespace backendlab::profiling {
 namespace {
 
-using internal::TakeLine;
 using internal::TrimRight;
 
 std::string SanitizeFrame(const std::string& frame) {
@@ -95,50 +94,93 @@ void FoldedStacks::Add(std::span<const std::string> frames_root_first, int64_t c
 }
 
 absl::StatusOr<FoldedStacks> FoldedStacks::Parse(std::string_view text) {
-  FoldedStacks result;
-  size_t line_number = 0;
-  while (!text.empty()) {
-    ++line_number;
-    const std::string_view line = TrimRight(TakeLine(text));
-    if (line.empty()) continue;
+  FoldedStacksReader reader;
+  if (absl::Status s = reader.Read(text); !s.ok()) return s;
+  return std::move(reader).Finish();
+}
 
-    // The count follows the last space: frames themselves may contain spaces
-    // (C++ template arguments).
-    size_t space = line.find_last_of(" \t");
-    if (space == std::string_view::npos) return LineError(line_number, "missing count");
-    int64_t count = ParseCount(line.substr(space + 1));
-    if (count < 1) {
-      return LineError(line_number, absl::StrCat("count \"", std::string(line.substr(space + 1)),
-                                                 "\" is not an integer >= 1"));
+absl::Status FoldedStacksReader::TooLong() const {
+  return LineError(line_number_ + 1, absl::StrCat("longer than ", kMaxLineBytes >> 20,
+                                                  " MiB (a line is one stack: this is not folded stacks)"));
+}
+
+absl::Status FoldedStacksReader::Read(std::string_view piece) {
+  if (!error_.ok()) return error_;
+  while (!piece.empty()) {
+    const size_t newline = piece.find('\n');
+    const std::string_view part = piece.substr(0, newline);
+    if (partial_.size() + part.size() > kMaxLineBytes) return error_ = TooLong();
+    if (newline == std::string_view::npos) {
+      partial_.append(part);
+      return absl::OkStatus();
     }
-    if (count > std::numeric_limits<int64_t>::max() - result.total_samples_) {
-      return LineError(line_number, "the counts add up past 2^63-1");
+    piece.remove_prefix(newline + 1);
+    // A line within the piece is read where it lies; only one that began
+    // in an earlier piece is put together first.
+    if (partial_.empty()) {
+      error_ = ReadLine(part);
+    } else {
+      partial_.append(part);
+      error_ = ReadLine(partial_);
+      partial_.clear();
     }
-    std::string_view stack = TrimRight(line.substr(0, space));
-    if (stack.empty()) return LineError(line_number, "missing stack");
-    // The line's stack is the key as it stands unless a frame has
-    // whitespace at an end (which Add trims).
-    bool trimmed = true;
-    for (std::string_view frame : SplitFrames(stack)) {
-      if (frame.empty()) return LineError(line_number, "empty frame");
-      trimmed = trimmed && internal::Trim(frame).size() == frame.size();
-    }
-    if (!trimmed) {
-      std::vector<std::string> frames;
-      for (std::string_view frame : SplitFrames(stack)) frames.emplace_back(frame);
-      result.Add(frames, count);
-      continue;
-    }
+    if (!error_.ok()) return error_;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FoldedStacks> FoldedStacksReader::Finish() && {
+  if (error_.ok() && !partial_.empty()) error_ = ReadLine(partial_);
+  if (!error_.ok()) return error_;
+  return std::move(stacks_);
+}
+
+absl::Status FoldedStacksReader::ReadLine(std::string_view text) {
+  const size_t line_number = ++line_number_;
+  const std::string_view line = TrimRight(text);
+  if (line.empty()) return absl::OkStatus();
+
+  // The count follows the last space: frames themselves may contain spaces
+  // (C++ template arguments).
+  size_t space = line.find_last_of(" \t");
+  if (space == std::string_view::npos) return LineError(line_number, "missing count");
+  int64_t count = ParseCount(line.substr(space + 1));
+  if (count < 1) {
+    return LineError(line_number, absl::StrCat("count \"", std::string(line.substr(space + 1)),
+                                               "\" is not an integer >= 1"));
+  }
+  if (count > std::numeric_limits<int64_t>::max() - stacks_.total_samples_) {
+    return LineError(line_number, "the counts add up past 2^63-1");
+  }
+  std::string_view stack = TrimRight(line.substr(0, space));
+  if (stack.empty()) return LineError(line_number, "missing stack");
+  // The line's stack is the key as it stands unless a frame has
+  // whitespace at an end (which Add trims). Frame by frame, in one pass:
+  // no list of a deep stack's frames.
+  bool trimmed = true;
+  for (std::string_view rest = stack;;) {
+    const size_t semi = rest.find(';');
+    const std::string_view frame = rest.substr(0, semi);
+    if (frame.empty()) return LineError(line_number, "empty frame");
+    trimmed = trimmed && internal::Trim(frame).size() == frame.size();
+    if (semi == std::string_view::npos) break;
+    rest.remove_prefix(semi + 1);
+  }
+  std::map<std::string, int64_t>& stacks = stacks_.stacks_;
+  if (!trimmed) {
+    std::vector<std::string> frames;
+    for (std::string_view frame : SplitFrames(stack)) frames.emplace_back(frame);
+    stacks_.Add(frames, count);
+  } else if (stacks.empty() || stacks.rbegin()->first < stack) {
     // Files are mostly sorted (every writer of folded stacks sorts them):
     // a key past the last goes in at the end, with one comparison.
-    if (result.stacks_.empty() || result.stacks_.rbegin()->first < stack) {
-      result.stacks_.emplace_hint(result.stacks_.end(), std::string(stack), count);
-    } else {
-      result.stacks_[std::string(stack)] += count;
-    }
-    result.total_samples_ += count;
+    stacks.emplace_hint(stacks.end(), std::string(stack), count);
+    stacks_.total_samples_ += count;
+  } else {
+    stacks[std::string(stack)] += count;
+    stacks_.total_samples_ += count;
   }
-  return result;
+  return absl::OkStatus();
 }
 
 std::string FoldedStacks::ToText() const {

@@ -36,8 +36,9 @@ class FoldedStacks {
 
   // Reads the folded format: "frame;frame;frame COUNT" per line, root first,
   // integer COUNT >= 1, blank lines skipped. Repeated stacks are summed. A
-  // malformed line, or counts adding up past 2^63-1, is InvalidArgument naming
-  // its (1-based) line number.
+  // malformed line, a line longer than FoldedStacksReader::kMaxLineBytes, or
+  // counts adding up past 2^63-1, is InvalidArgument naming its (1-based)
+  // line number. (FoldedStacksReader reads the same a piece at a time.)
   static absl::StatusOr<FoldedStacks> Parse(std::string_view text);
 
   // The folded format, lines sorted lexicographically so the output is
@@ -61,8 +62,38 @@ class FoldedStacks {
   friend bool operator==(const FoldedStacks&, const FoldedStacks&) = default;
 
  private:
+  friend class FoldedStacksReader;
+
   std::map<std::string, int64_t> stacks_;
   int64_t total_samples_ = 0;
+};
+
+// The folded format read as it comes, a piece at a time (a file read in
+// blocks, a pipe): what it holds is the stacks and at most one line, so its
+// memory is bounded by the distinct stacks, not by the input's size, and a
+// line too long is refused as soon as it is, not read whole first.
+class FoldedStacksReader {
+ public:
+  // A stack is one line; 16 MiB holds a million frames of 16 bytes, far
+  // beyond what profilers record (perf's default depth is 127 frames, the
+  // sampler's kMaxFrames 64): a longer line is not a profile's.
+  static constexpr size_t kMaxLineBytes = size_t{16} << 20;
+
+  // Reads the next piece of the input; a line may run across pieces. An
+  // error is Parse's (InvalidArgument naming the line); it ends the reading,
+  // and later calls return it again.
+  absl::Status Read(std::string_view piece);
+  // The end of the input (its last line needs no newline): the stacks read.
+  absl::StatusOr<FoldedStacks> Finish() &&;
+
+ private:
+  absl::Status ReadLine(std::string_view line);
+  absl::Status TooLong() const;
+
+  FoldedStacks stacks_;
+  std::string partial_;     // the line being read, not yet ended
+  size_t line_number_ = 0;  // of the last line ended
+  absl::Status error_;
 };
 
 // The frames of a folded stack key ("a;b;c"), root first.

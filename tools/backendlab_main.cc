@@ -69,27 +69,6 @@ void PrintUsage(std::ostream& out) {
   out << "\n'backendlab <command> --help' lists a command's flags.\n";
 }
 
-// `text` with control characters escaped (a newline as \n): an error that
-// quotes user input stays one line, whichever module worded it.
-std::string OneLine(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u != 0x7f) {
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", u);
-      out += hex;
-    }
-  }
-  return out;
-}
-
 // A closed descriptor 0, 1 or 2 would be handed to the next file the run
 // opens (a socket, the --json file), which would then receive our output.
 // Standard input and error fall back to /dev/null; a closed standard output
@@ -140,12 +119,12 @@ int RunCommand(const Command& c, std::vector<std::string> args) {
     const int signal = backendlab::StopRequested() ? backendlab::StopSignal() : SIGINT;
     const char* abbrev = sigabbrev_np(signal);
     std::cerr << "backendlab " << c.name << ": "
-              << (absl::IsCancelled(status) ? OneLine(backendlab::tools::InFlagWords(std::string(status.message()))) : std::string("interrupted: stopped early"))
+              << (absl::IsCancelled(status) ? backendlab::tools::OneLine(backendlab::tools::InFlagWords(std::string(status.message()))) : std::string("interrupted: stopped early"))
               << " (SIG" << (abbrev != nullptr ? abbrev : "?") << ")\n";
     return backendlab::StopExitCode(signal);
   }
   if (status.ok()) return 0;
-  std::cerr << "backendlab " << c.name << ": " << OneLine(backendlab::tools::InFlagWords(std::string(status.message()))) << "\n";
+  std::cerr << "backendlab " << c.name << ": " << backendlab::tools::OneLine(backendlab::tools::InFlagWords(std::string(status.message()))) << "\n";
   return absl::IsInvalidArgument(status) ? 2 : 1;
 }
 

@@ -9,12 +9,17 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <new>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "base/interrupt.h"
+#include "base/unique_fd.h"
 #include "profiling/folded_diff.h"
 #include "tools/diff_report.h"
 #include "tools/flags.h"
@@ -32,29 +37,39 @@ constexpr FlagSpec kFlags[] = {
     {"json", "", "also write the summary as JSON to this file"},
 };
 
+// The files --out gets, which no other output may name.
+constexpr std::string_view kOutFiles[] = {"diff.folded", "diff.svg"};
+
+absl::Status ReadError(const std::string& path, int error) {
+  return absl::InvalidArgumentError(absl::StrCat("cannot read ", Quoted(path), ": ", std::strerror(error)));
+}
+
+// A reading error of the file's text, naming the file.
+absl::Status InFile(const std::string& path, const absl::Status& s) {
+  return absl::InvalidArgumentError(absl::StrCat(Quoted(path), ": ", s.message()));
+}
+
 absl::StatusOr<profiling::FoldedStacks> ReadFolded(const std::string& path) {
-  // Whole, by read(2): a file or a pipe (<(...)) alike; a directory is refused.
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::InvalidArgumentError(absl::StrCat("cannot read ", Quoted(path), ": ", std::strerror(errno)));
-  std::string text;
-  struct stat st {};
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) text.reserve(static_cast<size_t>(st.st_size));
+  // By read(2), a block at a time: a file or a pipe (<(...)) alike, in
+  // memory bounded by its distinct stacks, not its size (FoldedStacksReader);
+  // a directory is refused. A stop request ends it at once, also while a
+  // read or a pipe's open waits (they return EINTR: base/interrupt.h).
+  const UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return errno == EINTR && StopRequested() ? StoppedWriting({}) : ReadError(path, errno);
+  profiling::FoldedStacksReader reader;
   char buf[1 << 16];
   for (;;) {
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n > 0) {
-      text.append(buf, static_cast<size_t>(n));
-    } else if (n == 0) {
-      break;
-    } else if (errno != EINTR) {
-      const int err = errno;
-      close(fd);
-      return absl::InvalidArgumentError(absl::StrCat("cannot read ", Quoted(path), ": ", std::strerror(err)));
+    if (StopRequested()) return StoppedWriting({});
+    const ssize_t n = read(fd.get(), buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ReadError(path, errno);
     }
+    if (absl::Status s = reader.Read(std::string_view(buf, static_cast<size_t>(n))); !s.ok()) return InFile(path, s);
   }
-  close(fd);
-  absl::StatusOr<profiling::FoldedStacks> stacks = profiling::FoldedStacks::Parse(text);
-  if (!stacks.ok()) return absl::InvalidArgumentError(absl::StrCat(Quoted(path), ": ", stacks.status().message()));
+  absl::StatusOr<profiling::FoldedStacks> stacks = std::move(reader).Finish();
+  if (!stacks.ok()) return InFile(path, stacks.status());
   return stacks;
 }
 
@@ -74,7 +89,10 @@ std::string DiffUsage() {
       FlagsHelp(kFlags));
 }
 
-absl::Status RunDiffCommand(std::span<const std::string> args, std::ostream& out) {
+namespace {
+
+// The command, saying in `doing` what it is at (for an allocation that fails).
+absl::Status RunDiff(std::span<const std::string> args, std::ostream& out, std::string& doing) {
   std::vector<std::string> files, flag_args;
   for (const std::string& a : args) (a.rfind("--", 0) == 0 ? flag_args : files).push_back(a);
   if (files.size() != 2) {
@@ -108,9 +126,11 @@ absl::Status RunDiffCommand(std::span<const std::string> args, std::ostream& out
     if (!hz.ok()) return hz.status();
     frequency = static_cast<double>(*hz);
   }
-  if (absl::Status s = CheckOutputPaths(*flags, flags->Get("out")); !s.ok()) return s;
+  if (absl::Status s = CheckOutputPaths(*flags, flags->Get("out"), kOutFiles); !s.ok()) return s;
+  doing = absl::StrCat("reading ", Quoted(files[0]));
   absl::StatusOr<profiling::FoldedStacks> a = ReadFolded(files[0]);
   if (!a.ok()) return a.status();
+  doing = absl::StrCat("reading ", Quoted(files[1]));
   absl::StatusOr<profiling::FoldedStacks> b = ReadFolded(files[1]);
   if (!b.ok()) return b.status();
 
@@ -130,34 +150,60 @@ absl::Status RunDiffCommand(std::span<const std::string> args, std::ostream& out
     a_per = 1.0 / static_cast<double>(connections[0]);
     b_per = 1.0 / static_cast<double>(connections[1]);
   }
-  const profiling::FoldedDiff diff =
-      profiling::FoldedDiff::Of({&*a, a_per, names[0]}, {&*b, b_per, names[1]}, unit);
+  doing = "setting B against A";
+  const std::optional<profiling::FoldedDiff> diff =
+      profiling::FoldedDiff::Of({&*a, a_per, names[0]}, {&*b, b_per, names[1]}, unit, &StopRequested);
+  if (!diff) return StoppedWriting({});
 
+  doing = "drawing and writing the diff";
   const std::string dir = flags->Get("out");
   std::error_code ec;
+  const bool existed = std::filesystem::exists(dir, ec);
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::UnavailableError(absl::StrCat("cannot create ", Quoted(dir), ": ", ec.message()));
   std::vector<std::string> written;
-  if (absl::Status s = WriteDiff(dir, "diff", absl::StrCat(names[1], " against ", names[0]), diff, written); !s.ok()) {
+  const std::string title = absl::StrCat(names[1], " against ", names[0]);
+  if (absl::Status s = WriteDiff(dir, "diff", title, *diff, written, nullptr, &StopRequested); !s.ok()) {
+    if (written.empty() && !existed) rmdir(dir.c_str());  // made for the files, and none came
     return s;
   }
-  out << absl::StrFormat("backendlab diff: B %s (%d samples) against A %s (%d samples)\n", files[1],
-                         b->total_samples(), files[0], a->total_samples());
+  if (StopRequested()) return StoppedWriting(written);
+  out << absl::StrFormat("backendlab diff: B %s (%d samples) against A %s (%d samples)\n", OneLine(files[1]),
+                         b->total_samples(), OneLine(files[0]), a->total_samples());
   for (const auto& [side, stacks] : {std::pair{"A", &*a}, std::pair{"B", &*b}}) {
     if (stacks->total_samples() == 0) out << side << " has no samples: its side of the diff is empty\n";
   }
-  PrintDiffTop(diff, out);
-  out << "files: " << written[0] << " (stack A B, FlameGraph's difffolded format), " << written[1] << "\n";
+  if (const int depth = profiling::FlameGraphOptions{}.max_depth; diff->deepest() > static_cast<size_t>(depth)) {
+    out << absl::StrFormat("%s draws stacks to a depth of %d frames; the deepest here has %d (%s has every frame)\n",
+                           OneLine(written[1]), depth, diff->deepest(), OneLine(written[0]));
+  }
+  PrintDiffTop(*diff, out);
+  out << "files: " << OneLine(written[0]) << " (stack A B, FlameGraph's difffolded format), " << OneLine(written[1])
+      << "\n";
   if (flags->Has("json")) {
+    if (StopRequested()) return StoppedWriting(written);
     nlohmann::json j = MachineHeader();
     j["schema_version"] = kJsonSchemaVersion;
     j["command"] = "diff";
     j["files"] = files;
     j["samples"] = {a->total_samples(), b->total_samples()};
-    j["diff"] = DiffJson(diff);
+    j["diff"] = DiffJson(*diff);
     if (absl::Status s = WriteTextFile(flags->Get("json"), j.dump(2) + "\n"); !s.ok()) return s;
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunDiffCommand(std::span<const std::string> args, std::ostream& out) {
+  // Memory that runs out (a pipe of endless distinct stacks) is a failed
+  // run in one line, not an abort: what was allocated is freed on the way.
+  std::string doing = "reading the flags";
+  try {
+    return RunDiff(args, out, doing);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat("out of memory ", doing));
+  }
 }
 
 }  // namespace backendlab::tools

@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tools/flags.h"
 #include "tools/report.h"
 
 namespace backendlab::tools {
@@ -17,7 +18,7 @@ void PrintList(const std::vector<profiling::FunctionDelta>& list, std::ostream& 
                          "function");
   for (const profiling::FunctionDelta& f : list) {
     out << absl::StrFormat("  %10.4g %10.4g %+10.4g %10.4g %10.4g  %s\n", f.a_self, f.b_self, f.self_change(),
-                           f.a_total, f.b_total, f.name);
+                           f.a_total, f.b_total, OneLine(f.name));
   }
 }
 
@@ -32,13 +33,25 @@ nlohmann::json ListJson(const std::vector<profiling::FunctionDelta>& list) {
 
 }  // namespace
 
+absl::Status StoppedWriting(const std::vector<std::string>& written) {
+  if (written.empty()) return absl::CancelledError("interrupted: nothing written");
+  std::string files;
+  for (const std::string& f : written) absl::StrAppend(&files, files.empty() ? "" : ", ", Quoted(f));
+  return absl::CancelledError(absl::StrCat("interrupted: only ", files, " written, each whole"));
+}
+
 absl::Status WriteDiff(const std::string& dir, const std::string& name, const std::string& title,
-                       const profiling::FoldedDiff& diff, std::vector<std::string>& written, std::string* svg) {
+                       const profiling::FoldedDiff& diff, std::vector<std::string>& written, std::string* svg,
+                       bool (*stopped)()) {
+  // Drawn first: the long part, which a stop ends before any file is written.
+  auto stop = [&] { return stopped != nullptr && stopped(); };
+  const std::string drawn = profiling::RenderDiffFlameGraphSvg(diff, {.title = title, .stopped = stopped});
+  if (stop()) return StoppedWriting(written);
   const std::string folded = absl::StrCat(dir, "/", name, ".folded");
   if (absl::Status s = WriteTextFile(folded, [&](std::ostream& out) { diff.WriteText(out); }); !s.ok()) return s;
   written.push_back(folded);
+  if (stop()) return StoppedWriting(written);
   const std::string path = absl::StrCat(dir, "/", name, ".svg");
-  const std::string drawn = profiling::RenderDiffFlameGraphSvg(diff, {.title = title});
   if (absl::Status s = WriteTextFile(path, drawn); !s.ok()) return s;
   written.push_back(path);
   if (svg != nullptr) *svg = drawn;

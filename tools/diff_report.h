@@ -21,12 +21,20 @@ inline constexpr size_t kDiffTop = 10;
 
 // Writes dir/NAME.folded (two columns: "stack A B" in the diff's unit) and
 // dir/NAME.svg (the differential flame graph titled `title`), and adds both
-// to `written`; the SVG also into `svg` when given.
+// to `written`; the SVG also into `svg` when given. With `stopped` (a
+// command's stop request), asked while the graph is drawn and before each
+// file: once it says yes, Cancelled, and no file is written after.
 absl::Status WriteDiff(const std::string& dir, const std::string& name, const std::string& title,
-                       const profiling::FoldedDiff& diff, std::vector<std::string>& written, std::string* svg = nullptr);
+                       const profiling::FoldedDiff& diff, std::vector<std::string>& written, std::string* svg = nullptr,
+                       bool (*stopped)() = nullptr);
+
+// Cancelled, for a command stopped while it wrote: "interrupted", and the
+// files it had written whole, if any.
+absl::Status StoppedWriting(const std::vector<std::string>& written);
 
 // The kDiffTop functions that grew most and shrank most, by their own
-// value (self), in the diff's unit, with their totals.
+// value (self), in the diff's unit, with their totals; names with control
+// characters escaped (OneLine).
 void PrintDiffTop(const profiling::FoldedDiff& diff, std::ostream& out);
 
 // {"unit", "a", "b", "a_total", "b_total", "grown": [...], "shrunk": [...]},

@@ -29,11 +29,6 @@ absl::StatusOr<ExportRequest> ExportRequestFromFlags(const Flags& flags) {
     return absl::InvalidArgumentError("--trace-connections goes with --trace");
   }
   r.trace_connections = static_cast<int>(*k);
-  for (const auto& [flag, path] : {std::pair{"pprof", r.pprof}, std::pair{"speedscope", r.speedscope},
-                                   std::pair{"trace", r.trace}}) {
-    if (path.empty()) continue;
-    if (absl::Status s = CheckOutputFile(flag, path); !s.ok()) return s;
-  }
   return r;
 }
 

@@ -25,8 +25,8 @@ struct ExportRequest {
   bool any() const { return !pprof.empty() || !speedscope.empty() || !trace.empty(); }
 };
 
-// The flags, each file checked writable before the run (CheckOutputFile).
-// InvalidArgument for a bad --trace-connections.
+// The flags (their files are checked with every other output's, by
+// CheckOutputPaths). InvalidArgument for a bad --trace-connections.
 absl::StatusOr<ExportRequest> ExportRequestFromFlags(const Flags& flags);
 
 // The role a process root plays: "postmaster", "backend", else "aux".

@@ -67,6 +67,12 @@ std::string InFlagWords(std::string_view message);
 // otherwise.
 absl::StatusOr<absl::Duration> ParseDuration(std::string_view text);
 
+// `text` with control characters escaped (a newline as \n, a tab as \t,
+// others as \xNN; the rest, UTF-8 too, as it is): an error that quotes user
+// input stays one line whichever module worded it, and what is printed of
+// an input's text (a frame name) cannot drive the terminal.
+std::string OneLine(std::string_view text);
+
 // "  --name=DEFAULT  help" lines for a command's usage text.
 std::string FlagsHelp(std::span<const FlagSpec> specs);
 

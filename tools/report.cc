@@ -1,13 +1,17 @@
 // Text, CSV and JSON renderings of a Report.
 #include "tools/report.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <streambuf>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -156,13 +160,174 @@ absl::Status CheckOutputDirectory(std::string_view flag, const std::string& path
   return CheckWritableDirectory(flag, path, ParentOf(path));
 }
 
+// The flags that name a file a command writes, in every command that has them.
+constexpr std::string_view kFileFlags[] = {"json", "csv", "svg", "html", "pprof", "speedscope", "trace"};
+
+// An output a command was asked for: its flag, its path, and how an error
+// names it ("--json='x'", "--out='d' (its diff.svg)").
+struct Output {
+  std::string_view flag;
+  std::string path;
+  std::string said;
+};
+
+// `path` absolute, with '.' and '..' folded and the links of its existing
+// part resolved.
+std::filesystem::path Resolved(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(path, ec).lexically_normal();
+  if (const std::filesystem::path c = std::filesystem::weakly_canonical(p, ec); !ec) p = c;
+  if (!p.has_filename() && p.has_relative_path()) p = p.parent_path();  // "d/" is "d"
+  return p;
+}
+
+// Two outputs of different flags naming one file (the same resolved path,
+// or one inode by two hard links): a usage error naming both.
+absl::Status CheckDistinct(const std::vector<Output>& outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (size_t j = i + 1; j < outputs.size(); ++j) {
+      if (outputs[i].flag == outputs[j].flag) continue;  // --out and the files it gets
+      std::error_code ec;
+      if (Resolved(outputs[i].path) != Resolved(outputs[j].path) &&
+          !std::filesystem::equivalent(outputs[i].path, outputs[j].path, ec)) {
+        continue;
+      }
+      return absl::InvalidArgumentError(absl::StrCat(outputs[i].said, " and ", outputs[j].said,
+                                                     " name the same file: give each output its own"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A stream buffer over a file descriptor, which keeps the first error of
+// its writes (errno) for the caller to name.
+class FdBuffer : public std::streambuf {
+ public:
+  explicit FdBuffer(int fd) : fd_(fd) { setp(buffer_, buffer_ + sizeof buffer_); }
+  int error() const { return error_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (!Flush()) return traits_type::eof();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override { return Flush() ? 0 : -1; }
+
+ private:
+  bool Flush() {
+    for (const char* p = pbase(); error_ == 0 && p < pptr();) {
+      const ssize_t n = ::write(fd_, p, static_cast<size_t>(pptr() - p));
+      if (n >= 0) {
+        p += n;
+      } else if (errno != EINTR) {
+        error_ = errno;
+      }
+    }
+    setp(buffer_, buffer_ + sizeof buffer_);
+    return error_ == 0;
+  }
+
+  int fd_;
+  int error_ = 0;
+  char buffer_[1 << 16];
+};
+
+// Runs `write` into `fd` and closes it: 0, or the errno of the first write
+// (or of close) that failed; EIO where `write` failed its stream itself.
+template <typename Write>
+int WriteAndClose(int fd, Write& write) {
+  int error = 0;
+  {
+    FdBuffer buffer(fd);
+    std::ostream out(&buffer);
+    try {
+      write(out);
+    } catch (...) {
+      close(fd);
+      throw;
+    }
+    out.flush();
+    error = buffer.error() != 0 ? buffer.error() : out ? 0 : EIO;
+  }
+  if (close(fd) != 0 && error == 0) error = errno;
+  return error;
+}
+
+absl::Status WriteFailed(const std::string& path, int error) {
+  return absl::UnavailableError(absl::StrCat("cannot write ", Quoted(path), ": ", std::strerror(error)));
+}
+
+// Written where it is: a device or a pipe, or a file whose directory takes
+// no temporary file. A regular file whose write failed is removed, or, if
+// its directory forbids that, emptied: nothing half-written stays.
+template <typename Write>
+absl::Status WriteInPlace(const std::string& path, Write& write) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) return WriteFailed(path, errno);
+  struct stat st {};
+  const bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  const int error = WriteAndClose(fd, write);
+  if (error == 0) return absl::OkStatus();
+  if (regular && unlink(path.c_str()) != 0 && truncate(path.c_str(), 0) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot write ", Quoted(path), ": ", std::strerror(error),
+                                               "; what was written of it could not be removed"));
+  }
+  return WriteFailed(path, error);
+}
+
+// A temporary file beside `target` (a rename does not cross file systems),
+// hidden, named by this process and a count: its descriptor and name, or -1
+// (errno says why).
+int OpenTemporary(const std::string& target, std::string& temp) {
+  static std::atomic<uint64_t> count{0};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    temp = absl::StrCat(ParentOf(target), "/.backendlab-", getpid(), "-", count.fetch_add(1), ".tmp");
+    const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  return -1;
+}
+
+// A replacement keeps the permissions of what it replaces and, for root, its
+// owner. Best effort: a refusal leaves the new file as it was created.
+void KeepModeAndOwner(int fd, const struct stat& st) {
+  if (fchmod(fd, st.st_mode & 07777) != 0) return;
+  if (geteuid() == 0 && fchown(fd, st.st_uid, st.st_gid) != 0) return;
+}
+
 template <typename Write>
 absl::Status WriteFile(const std::string& path, Write write) {
-  std::ofstream out(path);
-  if (out) write(out);
-  out.close();
-  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", Quoted(path), ": ", std::strerror(errno)));
-  return absl::OkStatus();
+  struct stat st {}, entry {};
+  const bool exists = stat(path.c_str(), &st) == 0;
+  // Renaming over a device or a pipe (/dev/stdout, /dev/null, <(...))
+  // would replace it, and over a dangling link the link: those are written
+  // in place (the link's file created).
+  if (exists ? !S_ISREG(st.st_mode) : lstat(path.c_str(), &entry) == 0 && S_ISLNK(entry.st_mode)) {
+    return WriteInPlace(path, write);
+  }
+  // A link's file is replaced, the link kept.
+  std::error_code ec;
+  const std::string target = exists ? std::filesystem::canonical(path, ec).string() : path;
+  if (ec) return WriteInPlace(path, write);
+  std::string temp;
+  const int fd = OpenTemporary(target, temp);
+  if (fd < 0) return WriteInPlace(path, write);  // a directory we may not add to: the file itself
+  if (exists) KeepModeAndOwner(fd, st);
+  int error = 0;
+  try {
+    error = WriteAndClose(fd, write);
+  } catch (...) {
+    unlink(temp.c_str());
+    throw;
+  }
+  if (error == 0 && rename(temp.c_str(), target.c_str()) != 0) error = errno;
+  if (error == 0) return absl::OkStatus();
+  unlink(temp.c_str());
+  return WriteFailed(path, error);
 }
 
 }  // namespace
@@ -178,13 +343,30 @@ absl::Status CheckOutputFile(std::string_view flag, const std::string& path) {
   return CheckWritableDirectory(flag, path, ParentOf(path));
 }
 
-absl::Status CheckOutputPaths(const Flags& flags, const std::string& default_out) {
-  for (std::string_view flag : {"json", "csv", "svg", "html"}) {
-    if (!flags.Has(flag)) continue;
-    if (absl::Status s = CheckOutputFile(flag, flags.Get(flag)); !s.ok()) return s;
+absl::Status CheckOutputPaths(const Flags& flags, const std::string& default_out,
+                              std::span<const std::string_view> out_files, std::span<const std::string_view> file_flags) {
+  std::vector<Output> outputs;
+  for (const std::span<const std::string_view> names : {std::span<const std::string_view>(kFileFlags), file_flags}) {
+    for (std::string_view flag : names) {
+      if (!flags.Has(flag)) continue;
+      outputs.push_back({flag, flags.Get(flag), absl::StrCat("--", std::string(flag), "=", Quoted(flags.Get(flag)))});
+    }
   }
-  if (flags.Has("out")) return CheckOutputDirectory("out", flags.Get("out"));
-  if (!default_out.empty()) return CheckOutputDirectory("out", default_out);
+  const size_t files = outputs.size();
+  const std::string out = flags.Has("out") ? flags.Get("out") : default_out;
+  if (!out.empty()) {
+    const std::string said = absl::StrCat("--out=", Quoted(out));
+    outputs.push_back({"out", out, said});
+    for (std::string_view name : out_files) {
+      const std::string file(name);
+      outputs.push_back({"out", absl::StrCat(out, "/", file), absl::StrCat(said, " (its ", file, ")")});
+    }
+  }
+  if (absl::Status s = CheckDistinct(outputs); !s.ok()) return s;
+  for (size_t i = 0; i < files; ++i) {
+    if (absl::Status s = CheckOutputFile(outputs[i].flag, outputs[i].path); !s.ok()) return s;
+  }
+  if (!out.empty()) return CheckOutputDirectory("out", out);
   return absl::OkStatus();
 }
 

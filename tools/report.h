@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <ostream>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -130,20 +131,32 @@ class Report {
 };
 
 // Writes `text` to `path` (replacing it); an error names the file and why.
-// Every file a command writes goes through here or the Report writers.
+// Every file a command writes goes through here or the Report writers. The
+// text goes to a temporary file beside it, renamed over `path` once whole:
+// a write that fails (a full disk) leaves the old file as it was, or none,
+// never a truncated one that passes for a result. What is not a regular file
+// (/dev/stdout, a pipe) is written in place, and a link's file is replaced,
+// the link kept.
 absl::Status WriteTextFile(const std::string& path, std::string_view text);
 // The same for text written as it is made (a file too large to build first).
 absl::Status WriteTextFile(const std::string& path, const std::function<void(std::ostream&)>& write);
 
-// Checks, before a run starts, that each output a command was asked for can
-// be written, so that a typo in a path does not cost the whole run: --json,
-// --csv, --svg and --html (files: the directory exists and is writable, and the path
-// is not a directory nor an existing file we may not replace) and --out (a
-// directory: it exists and is writable, or can be created in its parent).
+// Checks, before a run starts, the outputs a command was asked for:
+//   - no two name the same file, however spelt (a link, "./", ".."): that is
+//     a usage error (exit 2) naming both flags, for --out a file it gets
+//     (`out_files`) or the directory itself;
+//   - each can be written, so that a typo in a path does not cost the whole
+//     run: the files (--json, --csv, --svg, --html, --pprof, --speedscope,
+//     --trace, and the command's `file_flags`: the directory exists and is
+//     writable, and the path is not a directory nor an existing file we may
+//     not replace) and --out (a directory: it exists and is writable, or can
+//     be created in its parent). An error names the flag and the path (a run
+//     failure: exit 1).
 // Nothing is created: a run that fails later leaves no empty file behind.
-// An error names the flag and the path (a run failure: exit 1).
 // `default_out`: the directory an --out left unsaid stands for, checked too.
-absl::Status CheckOutputPaths(const Flags& flags, const std::string& default_out = "");
+absl::Status CheckOutputPaths(const Flags& flags, const std::string& default_out = "",
+                              std::span<const std::string_view> out_files = {},
+                              std::span<const std::string_view> file_flags = {});
 // The same check for one more file a command writes (calibrate's
 // --backend-profile), an error naming `flag`.
 absl::Status CheckOutputFile(std::string_view flag, const std::string& path);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
@@ -132,9 +133,9 @@ uint64_t HashName(std::string_view name) {
 }
 
 // The frame groups of one panel, each a <g class="f">, in post-order.
-void EmitPanel(const FlamePanel& panel, const FlameGraphOptions& options, double scale, double bottom,
+bool EmitPanel(const FlamePanel& panel, const FlameGraphOptions& options, double scale, double bottom,
                std::string& out) {
-  ForEachFlameNode(*panel.stacks, panel.swap, [&](const FlameNode& node) {
+  return !ForEachFlameNode(*panel.stacks, panel.swap, options, [&](const FlameNode& node) {
     const double w = node.value * scale;
     if (w < options.min_width_px || node.value <= 0) return;
     const double x = kPadX + node.offset * scale;
@@ -153,7 +154,7 @@ void EmitPanel(const FlamePanel& panel, const FlameGraphOptions& options, double
     if (fit >= 3) label = name.size() <= fit ? name : absl::StrCat(std::string(Prefix(name, fit - 2)), "..");
     absl::StrAppend(&out, absl::StrFormat("<text x=\"%.2f\" y=\"%.2f\">%s</text>\n</g>\n", x + 3,
                                           y + options.frame_height - 5, EscapeXml(label)));
-  });
+  }).stopped;
 }
 
 }  // namespace
@@ -189,20 +190,42 @@ bool FrameLess(std::string_view x, std::string_view y) {
 
 }  // namespace
 
-void SortFlameStacks(std::vector<FlameStack>& stacks) {
+bool SortFlameStacks(std::vector<FlameStack>& stacks, bool (*stopped)()) {
   auto by_frames = [](const FlameStack& x, const FlameStack& y) { return FrameLess(x.stack, y.stack); };
-  std::sort(stacks.begin(), stacks.end(), by_frames);
+  // Runs of kRun sorted, then merged in pairs, with `stopped` asked between
+  // them: a stop is heard within one run's sort or one merge, not only
+  // after the whole sort of millions of stacks.
+  constexpr size_t kRun = size_t{1} << 14;
+  const auto at = [&](size_t i) { return stacks.begin() + static_cast<std::ptrdiff_t>(std::min(i, stacks.size())); };
+  for (size_t i = 0; i < stacks.size(); i += kRun) {
+    if (stopped != nullptr && stopped()) return false;
+    std::sort(at(i), at(i + kRun), by_frames);
+  }
+  for (size_t width = kRun; width < stacks.size(); width *= 2) {
+    for (size_t i = 0; i + width < stacks.size(); i += 2 * width) {
+      if (stopped != nullptr && stopped()) return false;
+      std::inplace_merge(at(i), at(i + width), at(i + 2 * width), by_frames);
+    }
+  }
+  return true;
 }
 
-void ForEachFlameNode(const std::vector<FlameStack>& stacks, bool swap,
-                      const std::function<void(const FlameNode&)>& visit) {
+FlameWalk ForEachFlameNode(const std::vector<FlameStack>& stacks, bool swap, const FlameGraphOptions& options,
+                           const std::function<void(const FlameNode&)>& visit) {
   // The open path, root first: the nodes of the stack before, each closed
   // (visited) once a stack leaves it. In SortFlameStacks' order a node's
   // stacks are consecutive, so its offset is the value of the stacks
-  // before its first one.
+  // before its first one; so are those of a node at max_depth, whatever
+  // their frames beyond it.
+  const size_t max_depth = static_cast<size_t>(std::max(options.max_depth, 1));
+  FlameWalk walk;
   std::vector<FlameNode> path = {{.name = "all"}};
   double before = 0;
   for (const FlameStack& s : stacks) {
+    if (options.stopped != nullptr && options.stopped()) {
+      walk.stopped = true;
+      return walk;
+    }
     // The frames this stack shares with the open path stay open; the path
     // beyond them closes; the stack's own frames open.
     size_t shared = 0;
@@ -214,10 +237,15 @@ void ForEachFlameNode(const std::vector<FlameStack>& stacks, bool swap,
       }
     };
     std::string_view rest = s.stack;
+    size_t depth = 0;
     while (!rest.empty()) {
       const size_t semi = rest.find(';');
       const std::string_view frame = rest.substr(0, semi);
       rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
+      if (++depth > max_depth) {
+        depth += rest.empty() ? 0 : static_cast<size_t>(std::count(rest.begin(), rest.end(), ';')) + 1;
+        break;
+      }
       if (!diverged && shared + 1 < path.size() && path[shared + 1].name == frame) {
         ++shared;
         continue;
@@ -227,6 +255,7 @@ void ForEachFlameNode(const std::vector<FlameStack>& stacks, bool swap,
       path.push_back({.name = frame, .level = static_cast<int>(path.size()), .offset = before});
     }
     if (!diverged) close_beyond_shared();
+    walk.deepest = std::max(walk.deepest, depth);
     const double value = swap ? s.other : s.value, other = swap ? s.value : s.other;
     for (FlameNode& n : path) {
       n.value += value;
@@ -238,6 +267,7 @@ void ForEachFlameNode(const std::vector<FlameStack>& stacks, bool swap,
     visit(path.back());
     path.pop_back();
   }
+  return walk;
 }
 
 std::string WarmColorOf(const std::string& name) {
@@ -258,17 +288,21 @@ std::string RenderFlameSvg(const std::string& title, const std::vector<FlamePane
   };
   std::vector<Layout> layouts;
   double height = kTitleHeight;
+  size_t deepest = 0;
   for (const FlamePanel& p : panels) {
     double total = 0;
     for (const FlameStack& s : *p.stacks) total += p.swap ? s.other : s.value;
     Layout l{.scale = (options.width - 2 * kPadX) / std::max(total, 1e-300)};
-    ForEachFlameNode(*p.stacks, p.swap, [&](const FlameNode& n) {
+    const FlameWalk walk = ForEachFlameNode(*p.stacks, p.swap, options, [&](const FlameNode& n) {
       if (n.value > 0 && n.value * l.scale >= options.min_width_px) l.depth = std::max(l.depth, n.level);
     });
+    if (walk.stopped) return "";
+    deepest = std::max(deepest, walk.deepest);
     layouts.push_back(l);
     height += (p.caption.empty() ? 0 : kCaptionHeight) + (l.depth + 1) * options.frame_height;
   }
-  height += kPadBottom;
+  const bool cut = deepest > static_cast<size_t>(options.max_depth);
+  height += kPadBottom + (cut ? kCaptionHeight : 0);
   std::string body;
   double top = kTitleHeight;
   for (size_t i = 0; i < panels.size(); ++i) {
@@ -281,9 +315,14 @@ std::string RenderFlameSvg(const std::string& title, const std::vector<FlamePane
     const double panel_height = (layouts[i].depth + 1) * options.frame_height;
     absl::StrAppend(&body, absl::StrFormat("<g class=\"panel\" data-x0=\"%.2f\" data-w=\"%.2f\">\n", kPadX,
                                            options.width - 2 * kPadX));
-    EmitPanel(p, options, layouts[i].scale, top + panel_height, body);
+    if (!EmitPanel(p, options, layouts[i].scale, top + panel_height, body)) return "";
     absl::StrAppend(&body, "</g>\n");
     top += panel_height;
+  }
+  if (cut) {
+    absl::StrAppend(&body, absl::StrFormat("<text class=\"cut\" x=\"%.1f\" y=\"%.1f\" font-size=\"13\">Frames deeper "
+                                           "than %d are not drawn: the deepest stack has %d.</text>\n",
+                                           kPadX, top + kCaptionHeight - 7, options.max_depth, deepest));
   }
   std::string script = kScript;
   const std::string cw = absl::StrFormat("%.4f", kCharWidth);

@@ -26,7 +26,9 @@ struct FlameStack {
 // frame node (a distinct path from the root) is a run of consecutive
 // stacks, children left to right by name, so that a picture is laid out in
 // one pass with no tree. Stacks are distinct (a FoldedStacks' keys).
-void SortFlameStacks(std::vector<FlameStack>& stacks);
+// `stopped`, if set, is asked between runs of the sort: false once it says
+// yes (the order then unfinished).
+bool SortFlameStacks(std::vector<FlameStack>& stacks, bool (*stopped)() = nullptr);
 
 // A frame node as laid out: its name, level (0: the root "all"), offset
 // and value (the sums of the stacks before it and under it) and other (the
@@ -39,10 +41,20 @@ struct FlameNode {
   double other = 0;
 };
 
-// Every node of `stacks` (sorted), its descendants before it (post-order),
-// the root last; `swap` exchanges each stack's value and other.
-void ForEachFlameNode(const std::vector<FlameStack>& stacks, bool swap,
-                      const std::function<void(const FlameNode&)>& visit);
+// What a walk of the nodes saw: the most frames of any stack, and whether
+// it was stopped.
+struct FlameWalk {
+  size_t deepest = 0;
+  bool stopped = false;
+};
+
+// Every node of `stacks` (sorted) to level options.max_depth, its
+// descendants before it (post-order), the root last; `swap` exchanges each
+// stack's value and other. Deeper frames are not visited (their values are
+// their ancestor's at max_depth, as its own). options.stopped, if set, is
+// asked at every stack, and the walk ends once it says yes.
+FlameWalk ForEachFlameNode(const std::vector<FlameStack>& stacks, bool swap, const FlameGraphOptions& options,
+                           const std::function<void(const FlameNode&)>& visit);
 
 // One graph of a picture: its root "all" at the bottom, children left to
 // right by name, each node as wide as its value. `fill` gives a node's
@@ -67,8 +79,10 @@ struct FlamePanel {
 // fills its panel's width, its descendants scaled with it, its ancestors
 // shown whole, the rest hidden). Nodes narrower than
 // options.min_width_px, or of no value, are omitted with their descendants;
-// a panel is as high as its deepest node drawn. Time and memory grow with
-// the stacks' frames, not with the nodes: no tree is built.
+// a panel is as high as its deepest node drawn. Frames deeper than
+// options.max_depth are not drawn, and a line under the panels says so.
+// "" once options.stopped says yes. Time grows with the stacks' frames,
+// memory with the nodes drawn: no tree is built.
 std::string RenderFlameSvg(const std::string& title, const std::vector<FlamePanel>& panels,
                            const FlameGraphOptions& options);
 

@@ -166,5 +166,48 @@ TEST(FlameGraphTest, EmptyStacksGiveAnEmptyGraph) {
   EXPECT_EQ(Count(svg, "<rect"), 1u);  // the background; "all" has zero width
 }
 
+// A stack deeper than options.max_depth is drawn to that depth (its deeper
+// frames' samples in the frame there), and a line under the graph says so.
+TEST(FlameGraphTest, FramesDeeperThanTheMaxDepthAreNotDrawnAndALineSaysSo) {
+  absl::StatusOr<FoldedStacks> stacks = FoldedStacks::Parse("a;b;c;d;e;f 3\na;b;c;x 1\na;y 2\n");
+  ASSERT_TRUE(stacks.ok()) << stacks.status();
+  FlameGraphOptions options;
+  options.max_depth = 3;
+  const std::string svg = RenderFlameGraphSvg(*stacks, options);
+  EXPECT_EQ(CheckXml(svg), "") << svg;
+  EXPECT_EQ(Count(svg, "<g class=\"f\""), 5u) << "all, a, b, c and y: " << svg;
+  EXPECT_NE(svg.find("<title>c (4 samples, 66.67%)</title>"), std::string::npos) << "d, e, f and x are c's";
+  EXPECT_EQ(svg.find("data-n=\"d\""), std::string::npos);
+  EXPECT_EQ(svg.find("data-n=\"x\""), std::string::npos);
+  EXPECT_NE(svg.find(">Frames deeper than 3 are not drawn: the deepest stack has 6.</text>"), std::string::npos);
+  options.max_depth = 6;
+  const std::string whole = RenderFlameGraphSvg(*stacks, options);
+  EXPECT_EQ(Count(whole, "<g class=\"f\""), 9u);
+  EXPECT_EQ(whole.find("are not drawn"), std::string::npos);
+}
+
+TEST(FlameGraphTest, AStopEndsTheDrawingWithNothing) {
+  absl::StatusOr<FoldedStacks> stacks = FoldedStacks::Parse("a;b 1\na;c 1\n");
+  ASSERT_TRUE(stacks.ok()) << stacks.status();
+  EXPECT_EQ(RenderFlameGraphSvg(*stacks, {.stopped = [] { return true; }}), "");
+  EXPECT_EQ(RenderFlameGraphSvg(*stacks, {.stopped = [] { return false; }}), RenderFlameGraphSvg(*stacks));
+}
+
+// More stacks than one run of the sort (which sorts in runs and merges
+// them, to hear a stop between): each node still drawn once. Text order
+// ("a10;" before "a1;") is not frame order, so the sort has work to do.
+TEST(FlameGraphTest, ManyStacksSortedInRunsStillMakeOneNodeEach) {
+  FoldedStacks stacks;
+  for (int i = 0; i < 40'000; ++i) {
+    stacks.Add(std::vector<std::string>{"a" + std::to_string(i % 11), "b" + std::to_string(i % 101),
+                                        "c" + std::to_string(i)},
+               1 + i % 3);
+  }
+  FlameGraphOptions options;
+  options.min_width_px = 0;
+  const std::string svg = RenderFlameGraphSvg(stacks, options);
+  EXPECT_EQ(Count(svg, "<g class=\"f\""), 1 + CountNodes(stacks));
+}
+
 }  // namespace
 }  // namespace backendlab::profiling

@@ -3,7 +3,9 @@
 // two-column text, and the differential flame graph's colours and panels.
 #include "profiling/folded_diff.h"
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/test_util/xml.h"
@@ -106,6 +108,52 @@ TEST(FoldedDiffTest, EmptyProfilesGiveEmptyButValidFiles) {
   const std::string svg = RenderDiffFlameGraphSvg(d);
   EXPECT_EQ(CheckXml(svg), "") << svg;
   EXPECT_EQ(Count(svg, "<g class=\"f\""), 0u);
+}
+
+// A stack `depth` frames deep: f0;f1;...
+std::string Deep(int depth) {
+  std::string stack;
+  for (int i = 0; i < depth; ++i) stack += (i ? ";f" : "f") + std::to_string(i);
+  return stack;
+}
+
+// Probe defect 1 (2026-12-05): a function's total was counted once per
+// stack by a search of the stack's functions so far, so a deep stack cost
+// the square of its depth. Recursion still counts once; the depth is known;
+// the graph is drawn to options.max_depth and says where it is cut.
+TEST(FoldedDiffTest, DeepStacksCountEachFunctionOnceAndTheGraphIsCutWhereItSays) {
+  const FoldedStacks a = Parse((Deep(3000) + " 4\nmain;fib;fib;fib;fib 6\n").c_str());
+  const FoldedStacks b = Parse((Deep(3000) + " 2\n").c_str());
+  const FoldedDiff d = FoldedDiff::Of({&a, 1, "a"}, {&b, 1, "b"}, "samples");
+  EXPECT_EQ(d.deepest(), 3000u);
+  const std::vector<FunctionDelta> shrunk = d.Shrunk(10);
+  ASSERT_EQ(shrunk.size(), 2u);
+  EXPECT_EQ(shrunk[0].name, "fib");
+  EXPECT_DOUBLE_EQ(shrunk[0].a_total, 6) << "once per stack, however deep the recursion";
+  EXPECT_EQ(shrunk[1].name, "f2999");
+  const std::string svg = RenderDiffFlameGraphSvg(d, {.max_depth = 100});
+  EXPECT_EQ(CheckXml(svg), "") << svg.substr(0, 2000);
+  EXPECT_EQ(Count(svg, "data-l=\"100\""), 2u) << "f99, in each panel";
+  EXPECT_EQ(Count(svg, "data-l=\"101\""), 0u);
+  EXPECT_EQ(Count(svg, "Frames deeper than 100 are not drawn: the deepest stack has 3000."), 1u);
+  EXPECT_EQ(Count(RenderDiffFlameGraphSvg(d), "are not drawn"), 1u) << "cut at the default depth too";
+  EXPECT_EQ(Count(RenderDiffFlameGraphSvg(Profiles().diff), "are not drawn"), 0u);
+}
+
+// A stop request ends the diff and its drawing where they are: nullopt, "".
+TEST(FoldedDiffTest, AStopEndsTheDiffAndItsGraph) {
+  Profiles p;
+  static int asked = 0;
+  auto after_two = [] { return ++asked > 2; };
+  EXPECT_FALSE(FoldedDiff::Of({&p.a, 1, "a"}, {&p.b, 1, "b"}, "samples", after_two).has_value());
+  EXPECT_GT(asked, 2);
+  asked = 0;
+  EXPECT_EQ(RenderDiffFlameGraphSvg(p.diff, {.stopped = after_two}), "");
+  const std::optional<FoldedDiff> whole = FoldedDiff::Of({&p.a, 10.0, "array"}, {&p.b, 20.0, "hash"},
+                                                          "us per connection", [] { return false; });
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_EQ(whole->ToText(), p.diff.ToText());
+  EXPECT_EQ(RenderDiffFlameGraphSvg(*whole, {.stopped = [] { return false; }}), RenderDiffFlameGraphSvg(p.diff));
 }
 
 }  // namespace

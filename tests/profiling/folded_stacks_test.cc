@@ -98,5 +98,51 @@ TEST(FoldedStacksTest, TopNCountsSelfAndTotalOncePerStack) {
   EXPECT_TRUE(FoldedStacks().TopN(3).empty());
 }
 
+// The reader takes the text in pieces of any size, a line across pieces,
+// and reads what Parse reads of it whole.
+TEST(FoldedStacksReaderTest, ReadsLinesAcrossPiecesAsParseDoes) {
+  const std::string text = "\nmain;run;work 5\r\nmain;fib;fib 2\n  \nmain;run;work 3\nc 1";
+  for (size_t piece = 1; piece <= 7; ++piece) {
+    FoldedStacksReader reader;
+    for (size_t at = 0; at < text.size(); at += piece) ASSERT_TRUE(reader.Read(text.substr(at, piece)).ok()) << piece;
+    absl::StatusOr<FoldedStacks> read = std::move(reader).Finish();
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_EQ(read->ToText(), "c 1\nmain;fib;fib 2\nmain;run;work 8\n") << piece;
+  }
+  FoldedStacksReader bad;
+  ASSERT_TRUE(bad.Read("a 1\nb ").ok());
+  const absl::Status s = bad.Read("two\nc 1\n");
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("line 2"), std::string::npos) << s;
+  EXPECT_EQ(bad.Read("d 1\n"), s) << "an error ends the reading";
+}
+
+// Probe defect 7 (2026-12-05): one endless line was read into memory until
+// the allocation failed. A line is refused once it is longer than the bound,
+// before the rest of it is read; a line of exactly the bound is read.
+TEST(FoldedStacksReaderTest, ALineLongerThanTheBoundIsRefusedAsSoonAsItIs) {
+  constexpr size_t kMax = FoldedStacksReader::kMaxLineBytes;
+  FoldedStacksReader reader;
+  ASSERT_TRUE(reader.Read("ok 1\n").ok());
+  const std::string mib(size_t{1} << 20, 'x');
+  absl::Status s;
+  size_t pieces = 0;
+  while (s.ok() && pieces < 100) {
+    s = reader.Read(mib);
+    ++pieces;
+  }
+  EXPECT_EQ(pieces, kMax / mib.size() + 1) << "refused at the first piece past the bound";
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("line 2"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("16 MiB"), std::string::npos) << s;
+
+  const std::string longest = std::string(kMax - 2, 'a') + " 1";
+  absl::StatusOr<FoldedStacks> at_bound = FoldedStacks::Parse("ok 1\n" + longest + "\n");
+  EXPECT_TRUE(at_bound.ok()) << at_bound.status();
+  absl::StatusOr<FoldedStacks> past = FoldedStacks::Parse("ok 1\n" + std::string(kMax - 1, 'a') + " 1\n");
+  ASSERT_FALSE(past.ok());
+  EXPECT_NE(past.status().message().find("line 2"), std::string::npos) << past.status();
+}
+
 }  // namespace
 }  // namespace backendlab::profiling

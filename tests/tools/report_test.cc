@@ -8,12 +8,17 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
+#include "tests/test_util/full_disk.h"
+#include "tests/test_util/run_program.h"
+#include "tests/test_util/skip.h"
 #include "tests/test_util/temp_dir.h"
 #include "nlohmann/json.hpp"
 #include "tools/flags.h"
@@ -208,11 +213,77 @@ TEST_F(ReportFileTest, UnwritablePathIsAnErrorNamingTheFile) {
   EXPECT_NE(std::string(csv.message()).find(path), std::string::npos) << csv;
 }
 
+// Probe defect 11 (2026-12-05): a write that failed (a full disk) left its
+// truncated file, which passes for a result. Each writer leaves its file
+// whole or not at all, and no temporary file beside it.
+TEST_F(ReportFileTest, AWriteThatFailsOnAFullDiskLeavesNoFile) {
+  if (geteuid() != 0) BACKENDLAB_SKIP(test_util::kNeedsRoot) << "a full disk here is a tmpfs mounted and filled";
+  test_util::FullDisk full;
+  const std::string dir = dir_ + "/full";
+  if (const std::string why = full.Mount(dir); !why.empty()) BACKENDLAB_SKIP("a tmpfs mount") << why;
+  const std::string big(1 << 20, 'x');
+  const std::vector<std::pair<std::string, absl::Status>> writes = {
+      {dir + "/text.svg", WriteTextFile(dir + "/text.svg", big)},
+      {dir + "/streamed.folded", WriteTextFile(dir + "/streamed.folded",
+                                               [&](std::ostream& out) {
+                                                 for (int i = 0; i < 16; ++i) out << big;
+                                               })},
+      {dir + "/r.json", SampleReport().WriteJsonFile(dir + "/r.json")},
+      {dir + "/r.csv", SampleReport().WriteCsvFile(dir + "/r.csv")},
+  };
+  for (const auto& [path, status] : writes) {
+    EXPECT_FALSE(status.ok()) << path;
+    EXPECT_NE(std::string(status.message()).find(path), std::string::npos) << status;
+    EXPECT_NE(std::string(status.message()).find("No space left on device"), std::string::npos) << status;
+  }
+  EXPECT_EQ(full.Left(), std::vector<std::string>{});
+}
+
+// A write that fails part-way through leaves the file it was to replace as
+// it was: the new text goes to a temporary file, renamed over it once whole.
+TEST_F(ReportFileTest, AWriteThatFailsKeepsTheFileItWasToReplace) {
+  const std::string path = dir_ + "/old.json";
+  std::ofstream(path) << "the old run\n";
+  const absl::Status s = WriteTextFile(path, [](std::ostream& out) {
+    out << "half of the new";
+    out.setstate(std::ios::badbit);  // as a failed write leaves the stream
+  });
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(test_util::ReadFile(path), "the old run\n");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()), 1)
+      << "a temporary file was left";
+}
+
+// What is not a regular file is written in place, never replaced: a device
+// (/dev/null, /dev/stdout) or a pipe. A link to a file replaces the file it
+// names and stays a link; a replaced file keeps its permissions.
+TEST_F(ReportFileTest, WritesReplaceRegularFilesOnlyAndKeepLinksAndModes) {
+  EXPECT_TRUE(WriteTextFile("/dev/null", "nothing\n").ok());
+  struct stat st {};
+  ASSERT_EQ(stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null was replaced";
+  const absl::Status full = WriteTextFile("/dev/full", "x");
+  EXPECT_FALSE(full.ok());
+  ASSERT_EQ(stat("/dev/full", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/full was replaced or removed";
+
+  const std::string target = dir_ + "/target.json", link = dir_ + "/link.json";
+  std::ofstream(target) << "old";
+  chmod(target.c_str(), 0640);
+  std::filesystem::create_symlink(target, link);
+  ASSERT_TRUE(WriteTextFile(link, "new").ok());
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(test_util::ReadFile(target), "new");
+  ASSERT_EQ(stat(target.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+}
+
 // Output paths are checked before a run, and the check creates nothing.
 class OutputPathsTest : public test_util::TempDirTest {
  protected:
-  static constexpr FlagSpec kOutputSpecs[] = {
-      {"json", "", ""}, {"csv", "", ""}, {"svg", "", ""}, {"out", "", ""}};
+  static constexpr FlagSpec kOutputSpecs[] = {{"json", "", ""},       {"csv", "", ""},   {"svg", "", ""},
+                                              {"html", "", ""},       {"pprof", "", ""}, {"speedscope", "", ""},
+                                              {"trace", "", ""},      {"out", "", ""}};
   absl::Status Check(std::vector<std::string> args) {
     absl::StatusOr<Flags> flags = Flags::Parse(args, kOutputSpecs);
     EXPECT_TRUE(flags.ok()) << flags.status();
@@ -261,6 +332,63 @@ TEST_F(OutputPathsTest, UnwritablePathsAreRunFailuresNamingFlagAndPath) {
   chmod((dir_ + "/readonly").c_str(), 0700);
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()), 3)
       << "nothing created";
+}
+
+// Probe defect 10: two outputs naming one file (`--json=out --html=out`)
+// ran, and one output was lost. However the paths are spelt, that is a
+// usage error naming both flags; distinct files pass.
+TEST_F(OutputPathsTest, TwoOutputsNamingOneFileAreAUsageErrorNamingBoth) {
+  std::filesystem::create_directory(dir_ + "/sub");
+  std::ofstream(dir_ + "/real.json") << "{}";
+  std::filesystem::create_symlink(dir_ + "/real.json", dir_ + "/link.json");
+  struct Case {
+    std::vector<std::string> args;
+    std::string first, second;
+  };
+  const Case cases[] = {
+      {{"--json=" + dir_ + "/out", "--html=" + dir_ + "/out"}, "--json", "--html"},
+      {{"--pprof=" + dir_ + "/x", "--speedscope=" + dir_ + "/./x"}, "--pprof", "--speedscope"},
+      {{"--trace=" + dir_ + "/sub/../t", "--svg=" + dir_ + "/t"}, "--svg", "--trace"},
+      {{"--csv=" + dir_ + "/link.json", "--json=" + dir_ + "/real.json"}, "--json", "--csv"},
+      {{"--json=" + dir_ + "/o", "--out=" + dir_ + "/o"}, "--json", "--out"},
+  };
+  for (const Case& c : cases) {
+    const absl::Status s = Check(c.args);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << c.args[0] << " " << c.args[1] << ": " << s;
+    const std::string message(s.message());
+    EXPECT_NE(message.find(c.first), std::string::npos) << message;
+    EXPECT_NE(message.find(c.second), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+  EXPECT_TRUE(Check({"--json=" + dir_ + "/a", "--csv=" + dir_ + "/b", "--html=" + dir_ + "/sub/a"}).ok());
+}
+
+// --out's own files (diff's diff.svg) and a command's other files
+// (calibrate's --backend-profile) may not be named by another output either.
+TEST_F(OutputPathsTest, TheFilesOutGetsAndACommandsOwnFileFlagsAreCheckedToo) {
+  constexpr std::string_view kOutFiles[] = {"diff.folded", "diff.svg"};
+  constexpr FlagSpec kSpecs[] = {{"json", "", ""}, {"out", "", ""}, {"backend-profile", "", ""}};
+  auto check = [&](std::vector<std::string> args, std::span<const std::string_view> file_flags) {
+    absl::StatusOr<Flags> flags = Flags::Parse(args, kSpecs);
+    EXPECT_TRUE(flags.ok()) << flags.status();
+    return flags.ok() ? CheckOutputPaths(*flags, dir_ + "/default", kOutFiles, file_flags) : flags.status();
+  };
+  constexpr std::string_view kBackendProfile[] = {"backend-profile"};
+  const absl::Status in_out = check({"--out=" + dir_ + "/d", "--json=" + dir_ + "/d/diff.svg"}, {});
+  EXPECT_TRUE(absl::IsInvalidArgument(in_out)) << in_out;
+  EXPECT_NE(in_out.message().find("(its diff.svg)"), std::string::npos) << in_out;
+  const absl::Status in_default = check({"--json=" + dir_ + "/default/diff.folded"}, {});
+  EXPECT_TRUE(absl::IsInvalidArgument(in_default)) << "--out left unsaid stands for its default: " << in_default;
+  const absl::Status profile =
+      check({"--json=" + dir_ + "/w.json", "--backend-profile=" + dir_ + "/w.json"}, kBackendProfile);
+  EXPECT_TRUE(absl::IsInvalidArgument(profile)) << profile;
+  EXPECT_NE(profile.message().find("--backend-profile"), std::string::npos) << profile;
+  EXPECT_TRUE(check({"--out=" + dir_ + "/d", "--json=" + dir_ + "/d/summary.json"}, kBackendProfile).ok());
+  EXPECT_TRUE(DirIsEmpty());
+}
+
+TEST(FlagsTest, OneLineEscapesControlCharactersOnly) {
+  EXPECT_EQ(OneLine("main;x\x07\x1b[31mred\n\tend \xc3\xa9\x7f"), "main;x\\x07\\x1b[31mred\\n\\tend \xc3\xa9\\x7f");
 }
 
 constexpr FlagSpec kSpecs[] = {

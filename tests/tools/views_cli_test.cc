@@ -260,5 +260,24 @@ TEST_F(ViewsTest, HtmlPageOfAProfileAgainstItsBaselineSearchesItsFlameGraphs) {
   EXPECT_EQ(svg.exit_code, 0) << svg.err << svg.out;
 }
 
+// Audit B26: the zoom check passed a graph in which it found no frame to
+// click (none at level 1). Such a graph now fails it. 20,000 stacks of one
+// frame, a sample each: every frame is narrower than the 0.1 px drawn, so
+// each panel holds "all" alone, which a search for it still lights.
+TEST_F(ViewsTest, TheBrowserCheckFailsAGraphWithNoFrameToClick) {
+  if (const std::string why = BrowserMissing(); !why.empty()) BACKENDLAB_SKIP(test_util::kNeedsChromium) << why;
+  std::string wide;
+  for (int i = 0; i < 20'000; ++i) wide += "f" + std::to_string(i) + " 1\n";
+  WriteFile("wide.folded", wide);
+  const RunResult r = Run({"diff", dir_ + "/wide.folded", dir_ + "/wide.folded", "--out=" + dir_ + "/d"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string svg = ReadFile(dir_ + "/d/diff.svg");
+  ASSERT_EQ(svg.find("data-l=\"1\""), std::string::npos) << "a frame at level 1 is drawn";
+  ASSERT_NE(svg.find("data-l=\"0\""), std::string::npos) << "all is not drawn";
+  const RunResult check = RunNode("check_page.mjs", {dir_ + "/d/diff.svg", "-", "^all$"});
+  EXPECT_EQ(check.exit_code, 1) << check.err << check.out;
+  EXPECT_NE(check.err.find("no frame to click"), std::string::npos) << check.err;
+}
+
 }  // namespace
 }  // namespace backendlab::tools
