@@ -103,8 +103,8 @@ absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& ou
   out << absl::StrFormat("(between work and exit_check the backend waited %s us median for the client's terminate)\n",
                          Us(s.wait_us.median));
   const bool pooled = options->mode == lifecycle::Mode::kPrefork;
-  out << absl::StrFormat("backends: %d exited, %d crashed; buffer leaks reported by the exit check%s: %d\n", s.exited,
-                         s.crashed, pooled ? " or the reset" : "", s.leaks);
+  out << absl::StrFormat("backends: %d exited, %d crashed, %d failed; buffer leaks reported by the exit check%s: %d\n",
+                         s.exited, s.crashed, s.failed, pooled ? " or the reset" : "", s.leaks);
   if (pooled) {
     out << absl::StrFormat("pool: %d pre-forked backends, %d replaced after dying\n", lifecycle::PoolSize(*options),
                            result->replaced);

@@ -86,8 +86,10 @@ nlohmann::json SummaryJson(const lifecycle::CycleSummary& s, const lifecycle::Cy
           {"failed_connections", r.failed_connections},
           {"backends_exited", s.exited},
           {"backends_crashed", s.crashed},
+          {"backends_failed", s.failed},
           {"backends_stopped", r.backends.stopped},
           {"warmup_backends_crashed", r.backends.warmup_crashed},
+          {"warmup_backends_failed", r.backends.warmup_failed},
           {"leaks_reported", s.leaks},
           {"wait_us_p50", s.wait_us.median},
           {"lifetime_us_p50", s.lifetime_us.median},
@@ -180,17 +182,8 @@ void PrintIncidents(const lifecycle::CycleResult& result, std::ostream& out) {
   constexpr int kMaxLines = 8;
   for (const lifecycle::BackendRecord& r : result.backends.incidents) {
     if (printed >= kMaxLines) break;
-    if (r.outcome == lifecycle::BackendOutcome::kCrashed) {
-      std::string last_phase = "before init_buffers";
-      for (lifecycle::Phase p : lifecycle::kAllPhases) {
-        if (p != lifecycle::Phase::kReap && p != lifecycle::Phase::kFork && r.Done(p)) {
-          last_phase = absl::StrCat("after ", std::string(lifecycle::PhaseName(p)));
-        }
-      }
-      out << "backend " << r.pid << " (connection " << r.sequence << ") crashed: "
-          << (r.signal ? absl::StrCat("killed by signal ", r.signal, " (", strsignal(r.signal), ")")
-                       : absl::StrCat("exit code ", r.exit_status))
-          << ", " << last_phase << "\n";
+    if (r.outcome == lifecycle::BackendOutcome::kCrashed || r.outcome == lifecycle::BackendOutcome::kFailed) {
+      out << lifecycle::DescribeEnd(r) << "\n";
       ++printed;
     }
     for (int i = 0; i < r.leaks_found && i < lifecycle::kMaxReportedLeaks && printed < kMaxLines; ++i, ++printed) {

@@ -68,7 +68,7 @@ void Postmaster::BackendChild(size_t slot, int client_fd, int sigfd) {
   if (!status.ok()) std::fprintf(stderr, "backendlab backend %d: %s\n", getpid(), std::string(status.message()).c_str());
   // A weight profile's `exit` exit path ran libc's exit handlers at the end
   // of teardown (RunExitHandlers): what is left of exit() is _exit.
-  _exit(status.ok() ? 0 : 3);
+  _exit(status.ok() ? 0 : kBackendErrorExit);
 }
 
 void Postmaster::Accept(int sigfd) {

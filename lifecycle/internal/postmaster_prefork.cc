@@ -82,7 +82,7 @@ void Postmaster::MemberChild(size_t i, int channel, int sigfd) {
   absl::StatusOr<std::unique_ptr<PooledBackend>> backend = PooledBackend::Build(*c_.env);
   if (!backend.ok()) {
     std::fprintf(stderr, "backendlab backend %d: %s\n", getpid(), std::string(backend.status().message()).c_str());
-    _exit(3);
+    _exit(kBackendErrorExit);
   }
   members_[i].base = OwnUsage();
   members_[i].latest = members_[i].base;
@@ -144,7 +144,7 @@ void Postmaster::MemberSaid(size_t i) {
   m.type = Message::kBackend;
   m.record = slots_[i];
   CompleteRecord({.pid = pool_[i].pid,
-                  .wait_status = c == kPoolDone ? 0 : 3 << 8,
+                  .wait_status = c == kPoolDone ? 0 : kBackendErrorExit << 8,
                   .usage = nullptr,
                   .forked = true,
                   .fork_parent_cost = fork_parent_cost_[i],
