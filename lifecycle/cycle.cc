@@ -402,6 +402,9 @@ void MergeRound(const CycleResult& round, CycleResult& total) {
   total.syscalls_counted = round.syscalls_counted;
   total.interrupted |= round.interrupted;
   total.replaced += round.replaced;
+  total.pool_outside_cpu_ns = total.pool_outside_cpu_ns < 0 || round.pool_outside_cpu_ns < 0
+                                  ? round.pool_outside_cpu_ns
+                                  : total.pool_outside_cpu_ns + round.pool_outside_cpu_ns;
 }
 
 absl::StatusOr<CycleResult> RunCycle(const CycleOptions& options) {

@@ -106,6 +106,11 @@ struct CycleResult {
   bool syscalls_counted = false;      // --syscalls=on and the kernel allowed it
   bool interrupted = false;           // a stop signal arrived (StopSignal() says which): stopped early, cleanly
   int64_t replaced = 0;               // prefork: pre-forked backends that died and were replaced
+  // Prefork: the server's CPU left out of `server` as no connection's: the
+  // pool's build (its members' forks and start-up) and its end (their
+  // exits and reaping), and, with held connections, their opening and
+  // their lives after the loop; -1: none reported.
+  int64_t pool_outside_cpu_ns = -1;
   std::string socket_dir;             // where the socket was (gone when this returns)
   // With options.sampler: the samples of the measured backends and of the
   // postmaster (warm-up backends left out), unsymbolized.

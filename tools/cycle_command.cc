@@ -106,8 +106,15 @@ absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& ou
   out << absl::StrFormat("backends: %d exited, %d crashed, %d failed; buffer leaks reported by the exit check%s: %d\n",
                          s.exited, s.crashed, s.failed, pooled ? " or the reset" : "", s.leaks);
   if (pooled) {
-    out << absl::StrFormat("pool: %d pre-forked backends, %d replaced after dying\n", lifecycle::PoolSize(*options),
+    out << absl::StrFormat("pool: %d pre-forked backends, %d replaced after dying", lifecycle::PoolSize(*options),
                            result->replaced);
+    if (result->pool_outside_cpu_ns >= 0 && result->server.connections > 0) {
+      // Steady state: the server's figures leave the pool's start and end out.
+      out << absl::StrFormat("; its build and end, left out of the server's figures: %.1f ms CPU (%.1f us per connection)",
+                             result->pool_outside_cpu_ns / 1e6,
+                             result->pool_outside_cpu_ns / 1e3 / static_cast<double>(result->server.connections));
+    }
+    out << "\n";
   }
   PrintIncidents(*result, out);
   for (const absl::Status& why : result->counters_unavailable) out << why.message() << "\n";

@@ -95,7 +95,8 @@ nlohmann::json SummaryJson(const lifecycle::CycleSummary& s, const lifecycle::Cy
           {"lifetime_us_p50", s.lifetime_us.median},
           {"syscalls_counted", r.syscalls_counted},
           {"interrupted", r.interrupted},
-          {"replaced", r.replaced}};
+          {"replaced", r.replaced},
+          {"pool_outside_cpu_us", r.pool_outside_cpu_ns >= 0 ? nlohmann::json(r.pool_outside_cpu_ns / 1e3) : nlohmann::json(nullptr)}};
 }
 
 Report PhaseReport(const lifecycle::CycleSummary& s, std::span<const profiling::PerfEvent> counters,

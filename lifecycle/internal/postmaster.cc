@@ -180,6 +180,15 @@ void Postmaster::Reap() {
   }
 }
 
+void Postmaster::ControlSaid() {
+  char c;
+  if (read(c_.control_fd, &c, 1) <= 0) {
+    StopAccepting();
+  } else if (c == kUsageByte) {
+    usage_asked_ = true;
+  }
+}
+
 void Postmaster::Main() {
   // The tool handles the stop signals and tells us to stop by closing the
   // control pipe, which also happens if the tool dies: either way we drain
@@ -228,16 +237,23 @@ void Postmaster::Main() {
 
   SendBaseline();
   if (c_.pool > 0) {
+    const Message::Usage before_pool = ProcessAndReaped();
+    before_pool_cpu_ns_ = before_pool.user_ns + before_pool.system_ns;
     void* members = mmap(nullptr, c_.pool * sizeof(MemberShared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     BACKENDLAB_CHECK(members != MAP_FAILED);
     members_ = static_cast<MemberShared*>(members);
     pool_.assign(static_cast<size_t>(c_.pool), Member{});
-    // Built before serving: the pool's start is no connection's.
-    for (size_t i = 0; i < pool_.size() && !failed_; ++i) {
+    // Built before serving: the pool's start is no connection's. A stop
+    // (the control pipe's EOF: the tool was stopped, or died) is looked
+    // for between forks, as the loop below looks between connections, so
+    // that no member is forked after it.
+    for (size_t i = 0; i < pool_.size() && !failed_ && !stopping_; ++i) {
       if (!StartMember(i)) break;
       char c = 0;
       if (ReadAll(pool_[i].channel, &c, 1) != 1 || c != kPoolReady) break;  // it died: reaped below, the run fails
       pool_[i].idle = pool_[i].ready = true;
+      pollfd control = {c_.control_fd, POLLIN, 0};
+      if (poll(&control, 1, 0) > 0) ControlSaid();
     }
   }
   // The server's usage is taken from here to the last backend reaped: the
@@ -249,7 +265,8 @@ void Postmaster::Main() {
     fds.assign({{sigfd, POLLIN, 0}, {c_.control_fd, POLLIN, 0}, {ended_read_, POLLIN, 0}, {can_accept ? c_.listen_fd : -1, POLLIN, 0}});
     for (const Member& m : pool_) fds.push_back({m.channel, POLLIN, 0});
     if (stopping_) fds[1].fd = -1;
-    const int n = poll(fds.data(), static_cast<nfds_t>(fds.size()), stopping_ ? 100 : -1);
+    // While a member serves a connection, CheckStoppedMembers looks every second.
+    const int n = poll(fds.data(), static_cast<nfds_t>(fds.size()), stopping_ ? 100 : AnyBusy() ? 1000 : -1);
     if (n < 0 && errno != EINTR) {
       Fail(FailedCall::kPoll, errno);
       KillAndReapAll();
@@ -262,19 +279,13 @@ void Postmaster::Main() {
       }
       Reap();
     }
-    if (!stopping_ && (fds[1].revents & (POLLIN | POLLHUP))) {
-      char c;
-      if (read(c_.control_fd, &c, 1) <= 0) {
-        StopAccepting();
-      } else if (c == kUsageByte) {
-        usage_asked_ = true;
-      }
-    }
+    if (!stopping_ && (fds[1].revents & (POLLIN | POLLHUP))) ControlSaid();
     if (fds[2].revents & POLLIN) JoinEnded();
     for (size_t i = 0; i < pool_.size(); ++i) {
       if (fds[4 + i].fd >= 0 && fds[4 + i].fd == pool_[i].channel && (fds[4 + i].revents & (POLLIN | POLLHUP))) MemberSaid(i);
     }
     if (pool_closing_ && !AnyBusy()) ClosePool();
+    if (!pool_.empty()) CheckStoppedMembers();
     if (can_accept && !stopping_ && (fds[3].revents & POLLIN)) Accept(sigfd);
     if (stopping_ && NowNs() > stop_deadline_) {
       ClosePool();
@@ -294,6 +305,7 @@ void Postmaster::Main() {
     profiling::Sampler::Stop();
     AppendSamples(-1, *sample_slots_->Postmaster());
   }
+  SendPoolOutside();  // every member reaped, before the closing bare forks
   if (samples_lost_ > 0) {
     Message m{};
     m.type = Message::kSamplesLost;

@@ -322,7 +322,7 @@ TEST_F(CycleCliTest, CompareAcrossModesHasARowPerModeAgainstTheFirstMode) {
                            "--exit-checks=always", "--connections=4", "--rounds=2", "--warmup=1", "--work-lookups=10",
                            "--json=" + json});
   ASSERT_EQ(r.exit_code, 0) << "stderr: " << r.err;
-  EXPECT_NE(r.out.find("every configuration: fork, thread, prefork modes (thread: fresh memory; prefork: pool of clients + 1),"),
+  EXPECT_NE(r.out.find("every configuration: fork, thread, prefork modes (thread: fresh memory; prefork: pool of clients + held + 1, steady state: its build and end left out),"),
             std::string::npos)
       << r.out;
   const std::vector<std::string> lines = Lines(r.out);
