@@ -342,8 +342,9 @@ absl::Status ValidateCycleOptions(const CycleOptions& o) {
   if (o.hold < 0 || o.hold > kMaxHold) return absl::InvalidArgumentError(absl::StrCat("--hold must be 0..", kMaxHold));
   if (o.hold > 0 && !ServerMode(o.mode)) return absl::InvalidArgumentError("--hold needs a server mode (fork, thread or prefork)");
   if (o.mode == Mode::kPrefork && o.pool > 0 && o.pool < o.hold + o.clients) {
-    return absl::InvalidArgumentError(absl::StrCat("--pool=", o.pool, " is fewer than --hold + --clients (", o.hold + o.clients,
-                                                   "): the held connections would keep the loop waiting"));
+    return absl::InvalidArgumentError(absl::StrCat("`pool`=", o.pool, " is fewer than `hold` + `clients` (", o.hold + o.clients,
+                                                   "): the held connections would keep the loop waiting; give `pool`=", o.hold + o.clients,
+                                                   " or more, or leave it out (`hold` + `clients` + 1)"));
   }
   // SampledMode's reasons, each mode's own.
   if (o.sampler && !SampledMode(o.mode)) {
@@ -357,14 +358,16 @@ absl::Status ValidateCycleOptions(const CycleOptions& o) {
     return absl::InvalidArgumentError("--thread-memory needs --mode=thread");
   }
   if (o.mode != Mode::kPrefork && o.pool != 0) return absl::InvalidArgumentError("--pool needs --mode=prefork");
-  if (o.pool < 0 || o.pool > kMaxPool) return absl::InvalidArgumentError(absl::StrCat("--pool must be 1..", kMaxPool));
-  if (o.hold > 0) {
+  if (o.pool < 0 || o.pool > kMaxPool) return absl::InvalidArgumentError(absl::StrCat("`pool` must be 1..", kMaxPool));
+  const int64_t pool = o.mode == Mode::kPrefork ? PoolSize(o) : 0;
+  if (o.hold > 0 || pool > 0) {
     // Descriptors (raising the soft limit to the hard one), processes and
-    // memory for the held backends, checked before anything starts.
+    // memory for the held backends, checked before anything starts; a
+    // pool's members are processes the postmaster holds a channel to.
     HostNeeds needs;
-    needs.what = absl::StrCat("--hold=", o.hold);
-    needs.descriptors = o.hold + o.clients + kFdsBesidesClients;
-    needs.processes = o.hold + o.clients + 2;  // threads count against the same limits (RLIMIT_NPROC, threads-max)
+    needs.what = o.hold > 0 ? absl::StrCat("`hold`=", o.hold) : absl::StrCat("a pool of ", pool);
+    needs.descriptors = std::max(o.hold + o.clients, pool) + kFdsBesidesClients;
+    needs.processes = std::max(o.hold + o.clients, pool) + 2;  // threads count against the same limits (RLIMIT_NPROC, threads-max)
     needs.uid = geteuid();
     needs.memory_bytes = o.hold * kHeldBackendBytes;
     if (absl::Status s = CheckHostLimits(needs); !s.ok()) return s;

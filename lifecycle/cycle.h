@@ -58,9 +58,9 @@ absl::StatusOr<ThreadMemory> ParseThreadMemory(std::string_view name);
 struct CycleOptions {
   Mode mode = Mode::kFork;
   ThreadMemory thread_memory = ThreadMemory::kFresh;  // thread mode
-  // Prefork mode: the pre-forked backends (--pool); 0: one more than the
-  // clients (and the held connections), so that a backend is idle while
-  // another resets.
+  // Prefork mode: the pre-forked backends (--pool), at least hold +
+  // clients, at most kMaxPool; 0: one more than the clients and the held
+  // connections, so that a backend is idle while another resets.
   int pool = 0;
   BackendConfig backend;
   int clients = 1;
@@ -156,14 +156,17 @@ void MergeRound(const CycleResult& round, CycleResult& total);
 // stays for the caller to see (StopSignal()).
 absl::StatusOr<CycleResult> RunCycle(const CycleOptions& options);
 
-// The most pre-forked backends (--pool).
-inline constexpr int kMaxPool = 1024;
+// The most connections a cycle holds (--hold), as `pg --hold`.
+inline constexpr int64_t kMaxHold = 100'000;
+// The most pre-forked backends, whether the pool is given or the default
+// (hold + clients + 1): a pool must hold every held connection and a
+// backend per client beside them, so one limit serves both. What the host
+// allows (processes, descriptors) is checked beside it.
+inline constexpr int kMaxPool = static_cast<int>(kMaxHold) + kMaxClients + 1;
 // The pre-forked backends of `options` (its pool, or hold + clients + 1).
 inline int PoolSize(const CycleOptions& options) {
   return options.pool > 0 ? options.pool : static_cast<int>(options.hold) + options.clients + 1;
 }
-// The most connections a cycle holds (--hold), as `pg --hold`.
-inline constexpr int64_t kMaxHold = 100'000;
 
 // Validates options without running anything (the CLI's bad-input checks),
 // --clients against RLIMIT_NOFILE included.

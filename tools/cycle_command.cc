@@ -26,7 +26,7 @@ namespace {
 
 constexpr FlagSpec kFlags[] = {
     {"mode", "fork", "fork: a postmaster forks a backend per connection; thread: a thread of one server process per connection; prefork: a pool of pre-forked backends, each reset between connections; inproc: no fork"},
-    {"pool", "", "prefork mode: the pre-forked backends (default: clients + 1)"},
+    {"pool", "", "prefork mode: the pre-forked backends, at least --hold + --clients (default: --hold + --clients + 1)"},
     {"thread-memory", "fresh", "thread mode: a backend's private memory from fresh mappings (fresh) or from its slot's arena, reused across connections (reuse)"},
     {"layout", "hash", "refcount table layout: array, bytes, hash, hash-keys or array-touched"},
     {"exit-check", "assert", "exit-check policy: always, assert or off"},
