@@ -294,13 +294,13 @@ absl::Status ClientLoop::OpenHeld() {
       const ssize_t n = read(c.fd, c.greeting + c.got, sizeof c.greeting - c.got);
       if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (n <= 0) {
-        return absl::InternalError(absl::StrCat("--hold: a backend ended before it was ready (", held_.size(), " of ",
+        return absl::InternalError(absl::StrCat("`hold`: a backend ended before it was ready (", held_.size(), " of ",
                                                 options_.hold, " held connections open)"));
       }
       c.got += static_cast<size_t>(n);
       if (c.got < sizeof c.greeting) continue;
       if (c.greeting[sizeof c.sequence] != kReadyByte) {
-        return absl::InternalError("--hold: a backend did not say it was ready");
+        return absl::InternalError("`hold`: a backend did not say it was ready");
       }
       held_.push_back(c.fd);
       c.fd = -1;

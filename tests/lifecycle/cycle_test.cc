@@ -183,6 +183,8 @@ TEST(CycleValidateTest, RejectsBadOptionsAsUsageErrors) {
     const absl::Status s = ValidateCycleOptions(o);
     EXPECT_TRUE(absl::IsInvalidArgument(s)) << c.what << ": " << s;
     EXPECT_FALSE(s.message().empty()) << c.what;
+    // A module words its fields (`clients`); only tools/ names a flag.
+    EXPECT_EQ(s.message().find("--"), std::string_view::npos) << c.what << " names a flag: " << s;
   }
 }
 
