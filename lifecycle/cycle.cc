@@ -219,6 +219,7 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
       config.nslots = std::max(config.nslots, static_cast<size_t>(config.pool));
     }
     config.reuse_memory = options.thread_memory == ThreadMemory::kReuse;
+    config.reap_pidfd = options.reap == Reap::kPidfd;
     internal::RunPostmaster(config);  // never returns: no destructor of ours runs in it
   }
   const int fork_error = errno;
@@ -313,6 +314,7 @@ absl::StatusOr<Mode> ParseMode(std::string_view name) { return ParseName(name, k
 absl::StatusOr<ThreadMemory> ParseThreadMemory(std::string_view name) {
   return ParseName(name, kThreadMemoryNames, "thread memory");
 }
+absl::StatusOr<Reap> ParseReap(std::string_view name) { return ParseName(name, kReapNames, "reaping"); }
 
 absl::Status ValidateCycleOptions(const CycleOptions& o) {
   if (o.clients < 1 || o.clients > kMaxClients) {
@@ -358,6 +360,10 @@ absl::Status ValidateCycleOptions(const CycleOptions& o) {
     return absl::InvalidArgumentError("`thread_memory` needs `mode`=thread");
   }
   if (o.mode != Mode::kPrefork && o.pool != 0) return absl::InvalidArgumentError("`pool` needs `mode`=prefork");
+  if (o.mode != Mode::kFork && o.reap != Reap::kAny) {
+    return absl::InvalidArgumentError(
+        "`reap`=pidfd needs `mode`=fork (a backend thread is joined; a pre-forked backend outlives its connections)");
+  }
   if (o.pool < 0 || o.pool > kMaxPool) return absl::InvalidArgumentError(absl::StrCat("`pool` must be 1..", kMaxPool));
   const int64_t pool = o.mode == Mode::kPrefork ? PoolSize(o) : 0;
   if (o.hold > 0 || pool > 0) {

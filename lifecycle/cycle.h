@@ -55,8 +55,22 @@ inline constexpr NamedValue<ThreadMemory> kThreadMemoryNames[] = {{ThreadMemory:
 inline std::string_view ThreadMemoryName(ThreadMemory m) { return NameOf(m, kThreadMemoryNames); }
 absl::StatusOr<ThreadMemory> ParseThreadMemory(std::string_view name);
 
+// How a fork-mode postmaster reaps its backends: `any`, PostgreSQL's way
+// (its reaper calls waitpid(-1, WNOHANG) until it returns 0, and the kernel
+// looks through the children on every call), or `pidfd`: each backend's
+// pidfd in an epoll set, and wait4 on the pid of each one that became
+// readable, which the kernel finds by its pid without looking through the
+// others (do_wait_pid in kernel/exit.c). `any` is what is modelled;
+// `pidfd` shows how much of the reaping's growth with held children is the
+// waitpid(-1) loop's.
+enum class Reap { kAny, kPidfd };
+inline constexpr NamedValue<Reap> kReapNames[] = {{Reap::kAny, "any"}, {Reap::kPidfd, "pidfd"}};
+inline std::string_view ReapName(Reap r) { return NameOf(r, kReapNames); }
+absl::StatusOr<Reap> ParseReap(std::string_view name);
+
 struct CycleOptions {
   Mode mode = Mode::kFork;
+  Reap reap = Reap::kAny;  // fork mode
   ThreadMemory thread_memory = ThreadMemory::kFresh;  // thread mode
   // Prefork mode: the pre-forked backends (--pool), at least hold +
   // clients, at most kMaxPool; 0: one more than the clients and the held

@@ -27,6 +27,7 @@ namespace {
 constexpr FlagSpec kFlags[] = {
     {"mode", "fork", "fork: a postmaster forks a backend per connection; thread: a thread of one server process per connection; prefork: a pool of pre-forked backends, each reset between connections; inproc: no fork"},
     {"pool", "", "prefork mode: the pre-forked backends, at least --hold + --clients (default: --hold + --clients + 1)"},
+    {"reap", "any", "fork mode: how the postmaster reaps its backends: any (waitpid(-1) until it returns 0, as PostgreSQL's postmaster does) or pidfd (each backend's pidfd in an epoll set, then wait4 on that pid alone)"},
     {"thread-memory", "fresh", "thread mode: a backend's private memory from fresh mappings (fresh) or from its slot's arena, reused across connections (reuse)"},
     {"layout", "hash", "refcount table layout: array, bytes, hash, hash-keys or array-touched"},
     {"exit-check", "assert", "exit-check policy: always, assert or off"},

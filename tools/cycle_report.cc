@@ -30,7 +30,9 @@ std::string ConfigLine(const lifecycle::CycleOptions& o, bool with_configuration
                       o.mode == lifecycle::Mode::kThread
                           ? absl::StrCat(" (", std::string(lifecycle::ThreadMemoryName(o.thread_memory)), " memory)")
                           : o.mode == lifecycle::Mode::kPrefork ? absl::StrCat(" (pool ", lifecycle::PoolSize(o), ")")
-                                                                 : std::string(),
+                          : o.reap != lifecycle::Reap::kAny
+                              ? absl::StrCat(" (reaped by ", std::string(lifecycle::ReapName(o.reap)), ")")
+                              : std::string(),
                       configuration, ", ", clients,
                       o.connections > 0 ? absl::StrCat(o.connections, " connections")
                                         : absl::StrCat(absl::ToInt64Milliseconds(o.duration), " ms"),
@@ -48,6 +50,7 @@ nlohmann::json ConfigJson(const lifecycle::CycleOptions& o) {
           {"thread_memory", o.mode == lifecycle::Mode::kThread ? nlohmann::json(lifecycle::ThreadMemoryName(o.thread_memory))
                                                                  : nlohmann::json(nullptr)},
           {"pool", o.mode == lifecycle::Mode::kPrefork ? nlohmann::json(lifecycle::PoolSize(o)) : nlohmann::json(nullptr)},
+          {"reap", o.mode == lifecycle::Mode::kFork ? nlohmann::json(lifecycle::ReapName(o.reap)) : nlohmann::json(nullptr)},
           {"layout", buffers::LayoutName(b.layout)},
           {"exit_check", buffers::ExitCheckPolicyName(b.exit_check)},
           {"scan_kernel", buffers::ScanKernelName(b.exit_kernel)},

@@ -7,11 +7,13 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -130,6 +132,8 @@ void Postmaster::Accept(int sigfd) {
   const pid_t pid = fork();
   if (pid == 0) BackendChild(slot, fd, sigfd);
   const int fork_error = errno;
+  // Reaping by pidfd: its pidfd is part of starting the backend.
+  const int watch_error = pid > 0 && reap_pidfd_ ? WatchChild(pid, slot) : 0;
   profiling::SetSampleTag(kSampleTagPostmaster);
   fork_parent_cost_[slot] = SampleThread() - before;
   close(fd);
@@ -141,9 +145,34 @@ void Postmaster::Accept(int sigfd) {
   }
   live_[pid] = slot;
   Taken(slot, record.sequence);
+  if (watch_error != 0) {
+    // Out of descriptors, or no pidfd_open (Linux < 5.3): the backends are
+    // reaped by waitpid(-1) from here on, and the run fails.
+    reap_pidfd_ = false;
+    Fail(FailedCall::kPidfd, watch_error);
+  }
+}
+
+int Postmaster::WatchChild(pid_t pid, size_t slot) {
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return errno;
+  epoll_event ev{};
+  ev.events = EPOLLIN;  // readable once the process has exited
+  ev.data.u64 = static_cast<uint64_t>(pid);
+  if (epoll_ctl(reap_epoll_, EPOLL_CTL_ADD, pidfd, &ev) != 0) {
+    const int error = errno;
+    close(pidfd);
+    return error;
+  }
+  pidfds_[slot] = pidfd;
+  return 0;
 }
 
 void Postmaster::Reap() {
+  if (reap_pidfd_) {
+    ReapByPidfd();
+    return;
+  }
   int status;
   rusage usage;
   pid_t pid;
@@ -156,28 +185,54 @@ void Postmaster::Reap() {
       live_.clear();
       break;
     }
-    auto it = live_.find(pid);
-    if (it == live_.end()) continue;
-    const size_t slot = it->second;
-    live_.erase(it);
-    if (c_.pool > 0) {
-      MemberEnded(slot, pid, status);
-      continue;
-    }
-    Message m{};
-    m.type = Message::kBackend;
-    m.record = slots_[slot];  // the child is gone: its writes are all visible
-    CompleteRecord({.pid = pid,
-                    .wait_status = status,
-                    .usage = &usage,
-                    .forked = true,
-                    .fork_parent_cost = fork_parent_cost_[slot],
-                    .reaped_ns = NowNs()},
-                   m.record);
-    if (sample_slots_) AppendSamples(m.record.sequence, *sample_slots_->Backend(slot));
-    Freed(slot);
-    Send(m);
+    Reaped(pid, status, usage);
   }
+}
+
+// Each backend whose pidfd is readable has exited: wait4 on its pid alone.
+void Postmaster::ReapByPidfd() {
+  epoll_event exited[64];
+  int n;
+  do {
+    n = epoll_wait(reap_epoll_, exited, static_cast<int>(std::size(exited)), 0);
+    for (int i = 0; i < n; ++i) {
+      const pid_t pid = static_cast<pid_t>(exited[i].data.u64);
+      int status;
+      rusage usage;
+      pid_t got;
+      while ((got = wait4(pid, &status, WNOHANG, &usage)) < 0 && errno == EINTR) {
+      }
+      if (got == pid) Reaped(pid, status, usage);
+    }
+  } while (n == static_cast<int>(std::size(exited)));
+}
+
+void Postmaster::Reaped(pid_t pid, int status, const rusage& usage) {
+  auto it = live_.find(pid);
+  if (it == live_.end()) return;
+  const size_t slot = it->second;
+  live_.erase(it);
+  if (!pidfds_.empty() && pidfds_[slot] >= 0) {
+    close(pidfds_[slot]);  // and out of the epoll set with it
+    pidfds_[slot] = -1;
+  }
+  if (c_.pool > 0) {
+    MemberEnded(slot, pid, status);
+    return;
+  }
+  Message m{};
+  m.type = Message::kBackend;
+  m.record = slots_[slot];  // the child is gone: its writes are all visible
+  CompleteRecord({.pid = pid,
+                  .wait_status = status,
+                  .usage = &usage,
+                  .forked = true,
+                  .fork_parent_cost = fork_parent_cost_[slot],
+                  .reaped_ns = NowNs()},
+                 m.record);
+  if (sample_slots_) AppendSamples(m.record.sequence, *sample_slots_->Backend(slot));
+  Freed(slot);
+  Send(m);
 }
 
 void Postmaster::ControlSaid() {
@@ -234,6 +289,12 @@ void Postmaster::Main() {
   }
   if (c_.sampler) StartSampling();
   sigfd_ = sigfd;
+  if (c_.reap_pidfd) {
+    reap_epoll_ = epoll_create1(EPOLL_CLOEXEC);
+    BACKENDLAB_CHECK(reap_epoll_ >= 0);
+    pidfds_.assign(c_.nslots, -1);
+    reap_pidfd_ = true;
+  }
 
   SendBaseline();
   if (c_.pool > 0) {

@@ -174,7 +174,13 @@ class Postmaster {
   void Accept(int sigfd);
   // Control pipe: EOF (stop), or kUsageByte.
   void ControlSaid();
+  // Reaps every backend that has exited: wait4(-1) until it returns 0, or,
+  // reaping by pidfd, those whose pidfd is readable, each by its pid.
   void Reap();
+  void ReapByPidfd();
+  // Reaping by pidfd: watches `pid`'s pidfd; 0, or the errno that stopped it.
+  int WatchChild(pid_t pid, size_t slot);
+  void Reaped(pid_t pid, int status, const rusage& usage);
   // Threads: starts slot's backend on client_fd; false if it could not.
   bool StartThread(size_t slot, int client_fd);
   static void* ThreadMain(void* arg);
@@ -277,6 +283,12 @@ class Postmaster {
   int sigfd_ = -1;
   bool pool_closing_ = false;  // told to stop: usage once no member is busy, then channels closed
   int64_t members_checked_ns_ = 0;  // CheckStoppedMembers' last look
+  // Reaping by pidfd: the epoll set of the live backends' pidfds, and each
+  // slot's pidfd (-1: none). Cleared if a pidfd could not be watched: then
+  // waitpid(-1) reaps what is left.
+  bool reap_pidfd_ = false;
+  int reap_epoll_ = -1;
+  std::vector<int> pidfds_;
   size_t live_threads_ = 0;
   int ended_read_ = -1, ended_write_ = -1;  // ended threads write their slot number
   Message::Usage serving_start_{};

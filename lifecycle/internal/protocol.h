@@ -52,6 +52,7 @@ enum class FailedCall : int32_t {
   kThread = 4,
   kSocketpair = 5,
   kPoolStart = 6,
+  kPidfd = 7,
   kMemberStopped = 8,
 };
 
@@ -61,6 +62,7 @@ inline constexpr NamedValue<FailedCall> kFailedCallNames[] = {{FailedCall::kPoll
                                                               {FailedCall::kThread, "pthread_create"},
                                                               {FailedCall::kSocketpair, "socketpair"},
                                                               {FailedCall::kPoolStart, "pre-forked backend start"},
+                                                              {FailedCall::kPidfd, "pidfd_open"},
                                                               {FailedCall::kMemberStopped, "pre-forked backend stopped"}};
 
 // How long a pre-forked backend with a connection handed to it may stay

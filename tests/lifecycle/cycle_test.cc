@@ -176,6 +176,8 @@ TEST(CycleValidateTest, RejectsBadOptionsAsUsageErrors) {
       {"a pool beyond kMaxPool", [](CycleOptions& o) { o.mode = Mode::kPrefork; o.pool = kMaxPool + 1; }},
       {"a sampler in prefork mode",
        [](CycleOptions& o) { o.mode = Mode::kPrefork; o.sampler = profiling::SamplerOptions{}; }},
+      {"reaping by pidfd in thread mode (a thread is joined)",
+       [](CycleOptions& o) { o.mode = Mode::kThread; o.reap = Reap::kPidfd; }},
   };
   for (const Case& c : kCases) {
     CycleOptions o = SmallOptions(Mode::kFork, Layout::kHash);

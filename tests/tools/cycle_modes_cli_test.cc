@@ -251,5 +251,41 @@ TEST_F(CycleCliTest, TheFailingLineNamesTheCrashedBackend) {
   ExpectTmpdirEmpty();
 }
 
+// ---- reaping by pidfd ------------------------------------------------------------
+
+// The postmaster reaping each backend by its pidfd serves every
+// connection, held ones beside, reaps every backend and says how it reaps.
+TEST_F(CycleCliTest, ReapingByPidfdReapsEveryBackend) {
+  const std::string json = dir_ + "/pidfd.json";
+  const RunResult r = Run(Cycle({"--reap=pidfd", "--hold=5", "--clients=2", "--json=" + json}));
+  ASSERT_EQ(r.exit_code, 0) << "stderr: " << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(r.out.find("fork mode (reaped by pidfd)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("backends: 10 exited, 0 crashed"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(ReadFile(json), nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["header"]["config"].value("reap", ""), "pidfd") << j["header"].dump(2);
+  for (const nlohmann::json& row : j.value("rows", nlohmann::json::array())) {
+    if (row.value("phase", "") == "reap") {
+      EXPECT_EQ(row.value("backends", -1), 10) << row.dump();
+    }
+  }
+  ExpectNoProcessLeft();
+  ExpectTmpdirEmpty();
+}
+
+TEST_F(CycleCliTest, ReapingByPidfdNeedsForkMode) {
+  for (const char* mode : {"--mode=thread", "--mode=prefork", "--mode=inproc"}) {
+    const RunResult r = Run(Cycle({mode, "--reap=pidfd"}));
+    EXPECT_EQ(r.exit_code, 2) << mode << ": " << r.err;
+    EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab cycle: --reap=pidfd needs --mode=fork")) << r.err;
+  }
+  const RunResult r = Run({"compare", "--modes=thread", "--reap=pidfd", "--layouts=hash", "--shared-buffers=128MB",
+                           "--connections=2", "--rounds=1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(IsOneLineStartingWith(r.err, "backendlab compare: --reap=pidfd needs fork in --modes")) << r.err;
+  ExpectTmpdirEmpty();
+}
+
 }  // namespace
 }  // namespace backendlab::tools
