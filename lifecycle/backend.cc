@@ -20,6 +20,7 @@
 #include "base/resource_usage.h"
 #include "profiling/sampler.h"
 #include "profiling/perf_events.h"
+#include "waits/eventfd_epoll_latch.h"
 #include "waits/signalfd_epoll_latch.h"
 #include "waits/wait_dispatch.h"
 
@@ -91,19 +92,30 @@ absl::Status WaitForTerminate(int fd) {
   }
 }
 
+// A backend's latch's shared part, in the backend's private memory (no
+// other process or thread reaches it), destroyed after the latch and the
+// set that hold it.
+template <waits::WaitSetLatch L>
+struct PrivateLatchShared {
+  PrivateLatchShared() = default;
+  PrivateLatchShared(const PrivateLatchShared&) = delete;
+  PrivateLatchShared& operator=(const PrivateLatchShared&) = delete;
+  ~PrivateLatchShared() { L::DestroyShared(shared); }
+  typename L::Shared shared;
+};
+
 // The session with queries: the latch and the wait set, "ready", each
 // query answered, the end of `work`, then the wait for "terminate" — all
 // through the set, as a PostgreSQL backend reads its client through
 // FeBeWaitSet. A client that went away (EOF, a reset) ends it as
 // "terminate" would.
-template <waits::WaitSet S>
+template <waits::WaitSetLatch L, waits::WaitSet S>
 absl::Status ServeQueries(const BackendEnvironment& env, int client_fd, PhaseRecorder& phases, BackendRecord& record) {
   // This backend's latch: nobody sets it in the mock, but every set holds
-  // it, as PostgreSQL's hold MyLatch. Private memory will do: no other
-  // process reaches it.
-  waits::SignalfdEpollLatch::Shared shared;
-  if (absl::Status s = waits::SignalfdEpollLatch::InitShared(shared); !s.ok()) return s;
-  absl::StatusOr<waits::SignalfdEpollLatch> latch = waits::SignalfdEpollLatch::Own(shared, env.death_watch_fd);
+  // it, as PostgreSQL's hold MyLatch.
+  PrivateLatchShared<L> shared;
+  if (absl::Status s = L::InitShared(shared.shared); !s.ok()) return s;
+  absl::StatusOr<L> latch = L::Own(shared.shared, env.death_watch_fd);
   if (!latch.ok()) return latch.status();
   absl::StatusOr<S> set = S::Create(*latch, env.death_watch_fd, client_fd);
   if (!set.ok()) return set.status();
@@ -143,11 +155,23 @@ absl::Status ServeQueries(const BackendEnvironment& env, int client_fd, PhaseRec
 
 // The end of `work` and the wait for "terminate": through a wait set with
 // queries, plain send() and read() without (pgbench -C's connection).
+// A backend process's latch is a signalfd, as PostgreSQL's (>= 14) on
+// Linux; a backend thread's an eventfd. SetLatch wakes a signalfd's owner
+// with kill(pid, SIGURG), which names a process, not one of its threads:
+// there is one such latch per process (SignalfdEpollLatch::Own refuses a
+// second), and a threaded server's backends each need a latch that any
+// thread can set without a signal. The mock sets no latch, so the two
+// differ only in their set-up: eventfd() where the signalfd latch has
+// sigprocmask and signalfd().
 absl::Status Session(const BackendEnvironment& env, int client_fd, PhaseRecorder& phases, BackendRecord& record) {
   if (env.config.queries > 0 && client_fd >= 0) {
-    return waits::WithWaitStrategy<waits::SignalfdEpollLatch>(env.config.wait, [&]<waits::WaitSet S>() {
-      return ServeQueries<S>(env, client_fd, phases, record);
-    });
+    auto serve = [&]<waits::WaitSetLatch L>() {
+      return waits::WithWaitStrategy<L>(env.config.wait, [&]<waits::WaitSet S>() {
+        return ServeQueries<L, S>(env, client_fd, phases, record);
+      });
+    };
+    if (env.kind == BackendKind::kThread) return serve.template operator()<waits::EventfdEpollLatch>();
+    return serve.template operator()<waits::SignalfdEpollLatch>();
   }
   phases.End(Phase::kWork);
   profiling::SetSampleTag(kSampleTagWait);

@@ -45,12 +45,12 @@ struct BackendConfig {
   // ...), where the kernel allows: each costs every backend a perf_event_open.
   std::vector<profiling::PerfEvent> counters;
   // Queries each backend serves after "ready", in its `work` phase, waiting
-  // for each with `wait` (fork mode; 0: none, the connection is pgbench -C's).
+  // for each with `wait` (server modes; 0: none, the connection is pgbench -C's).
   int64_t queries = 0;
   waits::WaitStrategy wait = waits::WaitStrategy::kLongLived;
   // What each backend does on top of its modelled structures so that it
   // weighs what a real one weighs (--backend-profile; backend_weight.h).
-  // Fork mode only.
+  // Server modes (its postmaster parts are a server's).
   std::optional<BackendWeight> weight;
   std::string weight_source;  // the file it came from, for reports
   // Fault injection for tests and demonstrations:
@@ -89,8 +89,8 @@ absl::StatusOr<BackendEnvironment> PrepareBackendEnvironment(const BackendConfig
 // "ready" after `work` and wait for "terminate" or EOF; -1 (inproc): no wait.
 // With queries, "ready" goes before them, inside `work`, which ends with the
 // last answer; each query, and the "terminate", is waited for through a
-// wait set of config.wait over the backend's latch (signalfd-epoll) and
-// the postmaster-death pipe — made in `work` too, as pq_init makes
+// wait set of config.wait over the backend's latch (signalfd-epoll; a
+// thread's, eventfd-epoll: Session says why) and the postmaster-death pipe — made in `work` too, as pq_init makes
 // FeBeWaitSet at a backend's start.
 // Last, it records its own counters and the time (exit_*), as the moment
 // the process would _exit. Returns the first error; the record says how far

@@ -1,6 +1,7 @@
 // Phase names: the same words in code, CLI, JSON, CSV and docs.
 #include "lifecycle/backend_record.h"
 
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
@@ -27,7 +28,9 @@ void CompleteRecord(const BackendEnd& end, BackendRecord& r) {
     r.outcome = stop ? BackendOutcome::kStopped : BackendOutcome::kCrashed;
   } else {
     r.exit_status = WEXITSTATUS(end.wait_status);
-    r.outcome = r.exit_status == 0 ? BackendOutcome::kExited : BackendOutcome::kCrashed;
+    r.outcome = r.exit_status == 0                   ? BackendOutcome::kExited
+                : r.exit_status == kBackendErrorExit ? BackendOutcome::kFailed
+                                                     : BackendOutcome::kCrashed;
   }
   if (end.forked && r.child_start_ns != 0) {
     PhaseCounters& f = r.phase[static_cast<int>(Phase::kFork)];
@@ -58,6 +61,22 @@ void CompleteRecord(const BackendEnd& end, BackendRecord& r) {
     p.major_faults = std::max<int64_t>(0, end.thread_end->major_faults - r.exit_major_faults) + end.join_cost.major_faults;
     r.phases_done |= 1u << static_cast<int>(Phase::kReap);
   }
+}
+
+std::string DescribeEnd(const BackendRecord& r) {
+  std::string last_phase = "before init_buffers";
+  for (Phase p : kAllPhases) {
+    if (p != Phase::kReap && p != Phase::kFork && r.Done(p)) last_phase = absl::StrCat("after ", std::string(PhaseName(p)));
+  }
+  std::string how;
+  if (r.outcome == BackendOutcome::kFailed) {
+    how = "failed: ended on an error it printed";
+  } else if (r.signal != 0) {
+    how = absl::StrCat("crashed: killed by signal ", r.signal, " (", strsignal(r.signal), ")");
+  } else {
+    how = absl::StrCat("crashed: exit code ", r.exit_status);
+  }
+  return absl::StrCat("backend ", r.pid, " (connection ", r.sequence, ") ", how, ", ", last_phase);
 }
 
 std::string_view PhaseName(Phase phase, BackendKind kind) {

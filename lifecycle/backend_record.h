@@ -87,9 +87,15 @@ static_assert(kNumPerfEvents == 9, "PhaseCounters::events initialises one -1 per
 enum class BackendOutcome : int32_t {
   kRunning = 0,  // never finished: it died before its exit (see signal)
   kExited = 1,   // ran to _exit(0)
-  kCrashed = 2,  // killed by a signal or a non-zero exit
+  kCrashed = 2,  // killed by a signal, or an exit status other than 0 and kBackendErrorExit
   kStopped = 3,  // killed by a stop signal (base/interrupt.h), as every process of a ^C'd group is: no crash
+  kFailed = 4,   // ended on an error it printed (exit status kBackendErrorExit): a failure, no crash
 };
+
+// The exit status of a backend (a process, a thread, a pre-forked backend's
+// connection) that ended on an error of its own, which it printed on
+// stderr ("backendlab backend PID: ..."): its record's outcome is kFailed.
+inline constexpr int kBackendErrorExit = 3;
 
 inline constexpr int kMaxReportedLeaks = 4;
 
@@ -152,6 +158,12 @@ struct BackendEnd {
 // parent's fork() added to the child's start; reap: the kernel's teardown).
 // The backend writes everything else, as it goes (RunBackend).
 void CompleteRecord(const BackendEnd& end, BackendRecord& record);
+
+// A backend that did not exit cleanly, in one line: "backend PID
+// (connection N) crashed: killed by signal 9 (Killed), after work", or
+// "... failed: ended on an error it printed, after init_other" (the phase
+// named is the last it completed).
+std::string DescribeEnd(const BackendRecord& record);
 
 // A completed record's life on a timeline, one span per phase it finished,
 // on the backend's own track ("backend PID (connection N)"): fork from the

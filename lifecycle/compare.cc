@@ -53,6 +53,7 @@ absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec) {
       most.mode = mode;
       most.thread_memory = mode == Mode::kThread ? spec.base.thread_memory : ThreadMemory::kFresh;
       most.pool = mode == Mode::kPrefork ? spec.base.pool : 0;
+      most.reap = mode == Mode::kFork ? spec.base.reap : Reap::kAny;
       if (absl::Status s = ValidateCycleOptions(most); !s.ok()) return s;
     }
   }
@@ -94,6 +95,7 @@ absl::StatusOr<CompareMatrix> BuildCompareMatrix(const CompareSpec& spec) {
             c.options.mode = mode;
             c.options.thread_memory = mode == Mode::kThread ? spec.base.thread_memory : ThreadMemory::kFresh;
             c.options.pool = mode == Mode::kPrefork ? spec.base.pool : 0;
+            c.options.reap = mode == Mode::kFork ? spec.base.reap : Reap::kAny;
             c.label = LabelOf(c.key, m.shows);
             m.configs.push_back(std::move(c));
           }

@@ -219,6 +219,7 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
       config.nslots = std::max(config.nslots, static_cast<size_t>(config.pool));
     }
     config.reuse_memory = options.thread_memory == ThreadMemory::kReuse;
+    config.reap_pidfd = options.reap == Reap::kPidfd;
     internal::RunPostmaster(config);  // never returns: no destructor of ours runs in it
   }
   const int fork_error = errno;
@@ -289,7 +290,7 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
   // saw after it (a refused connect, a reset) is a symptom.
   if (options.mode == Mode::kThread && WIFSIGNALED(status)) {
     return absl::InternalError(absl::StrCat("the server process died (", how,
-                                            "): with --mode=thread a backend that crashes takes the server and every "
+                                            "): with `mode`=thread a backend that crashes takes the server and every "
                                             "connection with it"));
   }
   // The postmaster's own failure first: when it fails it also closes its
@@ -313,58 +314,66 @@ absl::StatusOr<Mode> ParseMode(std::string_view name) { return ParseName(name, k
 absl::StatusOr<ThreadMemory> ParseThreadMemory(std::string_view name) {
   return ParseName(name, kThreadMemoryNames, "thread memory");
 }
+absl::StatusOr<Reap> ParseReap(std::string_view name) { return ParseName(name, kReapNames, "reaping"); }
 
 absl::Status ValidateCycleOptions(const CycleOptions& o) {
   if (o.clients < 1 || o.clients > kMaxClients) {
-    return absl::InvalidArgumentError(absl::StrCat("--clients must be 1..", kMaxClients));
+    return absl::InvalidArgumentError(absl::StrCat("`clients` must be 1..", kMaxClients));
   }
-  if (o.connections < 0) return absl::InvalidArgumentError("--connections must be positive");
+  if (o.connections < 0) return absl::InvalidArgumentError("`connections` must be positive");
   if (o.connections == 0 && o.duration <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("give --connections=N or --duration=T");
+    return absl::InvalidArgumentError("give `connections` or `duration`");
   }
   if (o.connections > 0 && o.clients > o.connections) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--clients=", o.clients, " is more than --connections=", o.connections));
+        absl::StrCat("`clients`=", o.clients, " is more than `connections`=", o.connections));
   }
-  if (o.mode == Mode::kInproc && o.clients != 1) return absl::InvalidArgumentError("--mode=inproc runs one client");
+  if (o.mode == Mode::kInproc && o.clients != 1) return absl::InvalidArgumentError("`mode`=inproc runs one client");
   // An inproc backend is this process: its SIGKILL would take the tool with it.
   if (o.mode == Mode::kInproc && o.backend.kill_backend >= 0) {
-    return absl::InvalidArgumentError("--kill-backend needs a server mode (fork, thread or prefork)");
+    return absl::InvalidArgumentError("`kill_backend` needs a server mode (fork, thread or prefork)");
   }
-  if (o.backend.queries < 0 || o.backend.queries > 1'000'000) return absl::InvalidArgumentError("--queries must be 0..10^6");
+  if (o.backend.queries < 0 || o.backend.queries > 1'000'000) return absl::InvalidArgumentError("`queries` must be 0..10^6");
   if (o.mode == Mode::kInproc && o.backend.weight) {
-    return absl::InvalidArgumentError("--backend-profile needs a server mode (its postmaster parts are a server's)");
+    return absl::InvalidArgumentError("`backend_profile` needs a server mode (its postmaster parts are a server's)");
   }
   if (o.mode == Mode::kInproc && o.backend.queries > 0) {
-    return absl::InvalidArgumentError("--queries needs a server mode (a query is a round trip with a client)");
+    return absl::InvalidArgumentError("`queries` needs a server mode (a query is a round trip with a client)");
   }
-  if (o.warmup < 0) return absl::InvalidArgumentError("--warmup must be >= 0");
-  if (o.hold < 0 || o.hold > kMaxHold) return absl::InvalidArgumentError(absl::StrCat("--hold must be 0..", kMaxHold));
-  if (o.hold > 0 && !ServerMode(o.mode)) return absl::InvalidArgumentError("--hold needs a server mode (fork, thread or prefork)");
+  if (o.warmup < 0) return absl::InvalidArgumentError("`warmup` must be >= 0");
+  if (o.hold < 0 || o.hold > kMaxHold) return absl::InvalidArgumentError(absl::StrCat("`hold` must be 0..", kMaxHold));
+  if (o.hold > 0 && !ServerMode(o.mode)) return absl::InvalidArgumentError("`hold` needs a server mode (fork, thread or prefork)");
   if (o.mode == Mode::kPrefork && o.pool > 0 && o.pool < o.hold + o.clients) {
-    return absl::InvalidArgumentError(absl::StrCat("--pool=", o.pool, " is fewer than --hold + --clients (", o.hold + o.clients,
-                                                   "): the held connections would keep the loop waiting"));
+    return absl::InvalidArgumentError(absl::StrCat("`pool`=", o.pool, " is fewer than `hold` + `clients` (", o.hold + o.clients,
+                                                   "): the held connections would keep the loop waiting; give `pool`=", o.hold + o.clients,
+                                                   " or more, or leave it out (`hold` + `clients` + 1)"));
   }
   // SampledMode's reasons, each mode's own.
   if (o.sampler && !SampledMode(o.mode)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--profile needs --mode=fork or inproc (",
+        "`profile` needs `mode`=fork or inproc (",
         o.mode == Mode::kThread ? "the sampler's timer is a process's, not a thread's"
                                 : "a pre-forked backend's samples are not split by connection",
         ")"));
   }
   if (o.mode != Mode::kThread && o.thread_memory != ThreadMemory::kFresh) {
-    return absl::InvalidArgumentError("--thread-memory needs --mode=thread");
+    return absl::InvalidArgumentError("`thread_memory` needs `mode`=thread");
   }
-  if (o.mode != Mode::kPrefork && o.pool != 0) return absl::InvalidArgumentError("--pool needs --mode=prefork");
-  if (o.pool < 0 || o.pool > kMaxPool) return absl::InvalidArgumentError(absl::StrCat("--pool must be 1..", kMaxPool));
-  if (o.hold > 0) {
+  if (o.mode != Mode::kPrefork && o.pool != 0) return absl::InvalidArgumentError("`pool` needs `mode`=prefork");
+  if (o.mode != Mode::kFork && o.reap != Reap::kAny) {
+    return absl::InvalidArgumentError(
+        "`reap`=pidfd needs `mode`=fork (a backend thread is joined; a pre-forked backend outlives its connections)");
+  }
+  if (o.pool < 0 || o.pool > kMaxPool) return absl::InvalidArgumentError(absl::StrCat("`pool` must be 1..", kMaxPool));
+  const int64_t pool = o.mode == Mode::kPrefork ? PoolSize(o) : 0;
+  if (o.hold > 0 || pool > 0) {
     // Descriptors (raising the soft limit to the hard one), processes and
-    // memory for the held backends, checked before anything starts.
+    // memory for the held backends, checked before anything starts; a
+    // pool's members are processes the postmaster holds a channel to.
     HostNeeds needs;
-    needs.what = absl::StrCat("--hold=", o.hold);
-    needs.descriptors = o.hold + o.clients + kFdsBesidesClients;
-    needs.processes = o.hold + o.clients + 2;  // threads count against the same limits (RLIMIT_NPROC, threads-max)
+    needs.what = o.hold > 0 ? absl::StrCat("`hold`=", o.hold) : absl::StrCat("a pool of ", pool);
+    needs.descriptors = std::max(o.hold + o.clients, pool) + kFdsBesidesClients;
+    needs.processes = std::max(o.hold + o.clients, pool) + 2;  // threads count against the same limits (RLIMIT_NPROC, threads-max)
     needs.uid = geteuid();
     needs.memory_bytes = o.hold * kHeldBackendBytes;
     if (absl::Status s = CheckHostLimits(needs); !s.ok()) return s;
@@ -378,7 +387,7 @@ absl::Status ValidateCycleOptions(const CycleOptions& o) {
   if (ServerMode(o.mode) && getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
     const int64_t needed = o.clients + o.hold + kFdsBesidesClients;
     if (static_cast<int64_t>(nofile.rlim_cur) < needed) {
-      return absl::InvalidArgumentError(absl::StrCat("--clients=", o.clients, " needs `ulimit -n ", needed,
+      return absl::InvalidArgumentError(absl::StrCat("`clients`=", o.clients, " needs `ulimit -n ", needed,
                                                      "` or more (it is ", nofile.rlim_cur, ")"));
     }
   }
@@ -402,6 +411,9 @@ void MergeRound(const CycleResult& round, CycleResult& total) {
   total.syscalls_counted = round.syscalls_counted;
   total.interrupted |= round.interrupted;
   total.replaced += round.replaced;
+  total.pool_outside_cpu_ns = total.pool_outside_cpu_ns < 0 || round.pool_outside_cpu_ns < 0
+                                  ? round.pool_outside_cpu_ns
+                                  : total.pool_outside_cpu_ns + round.pool_outside_cpu_ns;
 }
 
 absl::StatusOr<CycleResult> RunCycle(const CycleOptions& options) {

@@ -55,12 +55,26 @@ inline constexpr NamedValue<ThreadMemory> kThreadMemoryNames[] = {{ThreadMemory:
 inline std::string_view ThreadMemoryName(ThreadMemory m) { return NameOf(m, kThreadMemoryNames); }
 absl::StatusOr<ThreadMemory> ParseThreadMemory(std::string_view name);
 
+// How a fork-mode postmaster reaps its backends: `any`, PostgreSQL's way
+// (its reaper calls waitpid(-1, WNOHANG) until it returns 0, and the kernel
+// looks through the children on every call), or `pidfd`: each backend's
+// pidfd in an epoll set, and wait4 on the pid of each one that became
+// readable, which the kernel finds by its pid without looking through the
+// others (do_wait_pid in kernel/exit.c). `any` is what is modelled;
+// `pidfd` shows how much of the reaping's growth with held children is the
+// waitpid(-1) loop's.
+enum class Reap { kAny, kPidfd };
+inline constexpr NamedValue<Reap> kReapNames[] = {{Reap::kAny, "any"}, {Reap::kPidfd, "pidfd"}};
+inline std::string_view ReapName(Reap r) { return NameOf(r, kReapNames); }
+absl::StatusOr<Reap> ParseReap(std::string_view name);
+
 struct CycleOptions {
   Mode mode = Mode::kFork;
+  Reap reap = Reap::kAny;  // fork mode
   ThreadMemory thread_memory = ThreadMemory::kFresh;  // thread mode
-  // Prefork mode: the pre-forked backends (--pool); 0: one more than the
-  // clients (and the held connections), so that a backend is idle while
-  // another resets.
+  // Prefork mode: the pre-forked backends (--pool), at least hold +
+  // clients, at most kMaxPool; 0: one more than the clients and the held
+  // connections, so that a backend is idle while another resets.
   int pool = 0;
   BackendConfig backend;
   int clients = 1;
@@ -106,6 +120,11 @@ struct CycleResult {
   bool syscalls_counted = false;      // --syscalls=on and the kernel allowed it
   bool interrupted = false;           // a stop signal arrived (StopSignal() says which): stopped early, cleanly
   int64_t replaced = 0;               // prefork: pre-forked backends that died and were replaced
+  // Prefork: the server's CPU left out of `server` as no connection's: the
+  // pool's build (its members' forks and start-up) and its end (their
+  // exits and reaping), and, with held connections, their opening and
+  // their lives after the loop; -1: none reported.
+  int64_t pool_outside_cpu_ns = -1;
   std::string socket_dir;             // where the socket was (gone when this returns)
   // With options.sampler: the samples of the measured backends and of the
   // postmaster (warm-up backends left out), unsymbolized.
@@ -151,14 +170,17 @@ void MergeRound(const CycleResult& round, CycleResult& total);
 // stays for the caller to see (StopSignal()).
 absl::StatusOr<CycleResult> RunCycle(const CycleOptions& options);
 
-// The most pre-forked backends (--pool).
-inline constexpr int kMaxPool = 1024;
+// The most connections a cycle holds (--hold), as `pg --hold`.
+inline constexpr int64_t kMaxHold = 100'000;
+// The most pre-forked backends, whether the pool is given or the default
+// (hold + clients + 1): a pool must hold every held connection and a
+// backend per client beside them, so one limit serves both. What the host
+// allows (processes, descriptors) is checked beside it.
+inline constexpr int kMaxPool = static_cast<int>(kMaxHold) + kMaxClients + 1;
 // The pre-forked backends of `options` (its pool, or hold + clients + 1).
 inline int PoolSize(const CycleOptions& options) {
   return options.pool > 0 ? options.pool : static_cast<int>(options.hold) + options.clients + 1;
 }
-// The most connections a cycle holds (--hold), as `pg --hold`.
-inline constexpr int64_t kMaxHold = 100'000;
 
 // Validates options without running anything (the CLI's bad-input checks),
 // --clients against RLIMIT_NOFILE included.

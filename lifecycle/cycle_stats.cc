@@ -31,16 +31,23 @@ void CycleStats::AddMeasured(const BackendRecord& r) {
     lifetime_ns.Record(r.LifetimeNs());
   } else if (r.outcome == BackendOutcome::kStopped) {
     ++stopped;
+  } else if (r.outcome == BackendOutcome::kFailed) {
+    ++failed;
   } else {
     ++crashed;
   }
   leaks += r.leaks_found;
-  if (r.outcome == BackendOutcome::kCrashed || r.leaks_found > 0) KeepIncident(r);
+  if (r.outcome == BackendOutcome::kCrashed || r.outcome == BackendOutcome::kFailed || r.leaks_found > 0) KeepIncident(r);
 }
 
 void CycleStats::AddWarmup(const BackendRecord& r) {
-  if (r.outcome != BackendOutcome::kCrashed) return;
-  ++warmup_crashed;
+  if (r.outcome == BackendOutcome::kCrashed) {
+    ++warmup_crashed;
+  } else if (r.outcome == BackendOutcome::kFailed) {
+    ++warmup_failed;
+  } else {
+    return;
+  }
   KeepIncident(r);
 }
 
@@ -59,9 +66,11 @@ void CycleStats::Merge(const CycleStats& o) {
   lifetime_ns.Merge(o.lifetime_ns);
   exited += o.exited;
   crashed += o.crashed;
+  failed += o.failed;
   stopped += o.stopped;
   leaks += o.leaks;
   warmup_crashed += o.warmup_crashed;
+  warmup_failed += o.warmup_failed;
   for (const BackendRecord& r : o.incidents) KeepIncident(r);
   incidents_dropped += o.incidents_dropped;
 }

@@ -22,9 +22,9 @@ struct PhaseHistograms {
   std::array<Histogram, kNumPerfEvents> events;  // by PerfEvent; only where counted
 };
 
-// The backends kept whole: crashed ones and ones whose exit check found a
-// leak, the first kMaxIncidents of them (warm-up ones included); the rest
-// are counted.
+// The backends kept whole: crashed and failed ones and ones whose exit
+// check found a leak, the first kMaxIncidents of them (warm-up ones
+// included); the rest are counted.
 inline constexpr size_t kMaxIncidents = 16;
 
 struct CycleStats {
@@ -33,15 +33,17 @@ struct CycleStats {
   Histogram lifetime_ns;  // accept -> reaped, exited measured backends
   int64_t exited = 0;     // measured backends
   int64_t crashed = 0;    // measured backends
+  int64_t failed = 0;     // measured backends that ended on an error they printed (BackendOutcome::kFailed)
   int64_t stopped = 0;    // measured backends killed by a stop signal (BackendOutcome::kStopped)
   int64_t leaks = 0;      // leaks the exit check reported, measured backends
   int64_t warmup_crashed = 0;  // warm-up backends: no figure, still a failure
+  int64_t warmup_failed = 0;
   std::vector<BackendRecord> incidents;
   int64_t incidents_dropped = 0;
 
   // A measured backend's record: into every figure.
   void AddMeasured(const BackendRecord& record);
-  // A warm-up backend's record: kept only if it crashed.
+  // A warm-up backend's record: kept only if it crashed or failed.
   void AddWarmup(const BackendRecord& record);
   void Merge(const CycleStats& other);
 

@@ -10,6 +10,16 @@ namespace {
 // The median of a histogram of counts; -1 when nothing was counted.
 double MedianOrMissing(const Histogram& h) { return h.count() > 0 ? h.Quantile(0.5) : -1; }
 
+// "N backend(s) <what>" with the first such backend described (DescribeEnd),
+// if its record was kept.
+absl::Status BackendsEnded(const CycleStats& b, int64_t n, BackendOutcome outcome, const char* what) {
+  for (const BackendRecord& r : b.incidents) {
+    if (r.outcome != outcome) continue;
+    return absl::AbortedError(n == 1 ? DescribeEnd(r) : absl::StrCat(n, " backends ", what, "; the first: ", DescribeEnd(r)));
+  }
+  return absl::AbortedError(absl::StrCat(n, " backend(s) ", what, " (listed in the report)"));
+}
+
 }  // namespace
 
 CycleSummary Summarize(const CycleResult& result) {
@@ -27,6 +37,7 @@ CycleSummary Summarize(const CycleResult& result) {
   }
   s.exited = b.exited;
   s.crashed = b.crashed;
+  s.failed = b.failed;
   s.leaks = b.leaks;
   s.wait_us = b.wait_ns.Summarize(1e-3);
   s.lifetime_us = b.lifetime_ns.Summarize(1e-3);
@@ -43,7 +54,10 @@ CycleSummary Summarize(const CycleResult& result) {
 absl::Status RunOutcome(const CycleResult& result, const CycleSummary& s) {
   if (result.interrupted) return StoppedStatus();
   const int64_t crashed = s.crashed + result.backends.warmup_crashed;
-  if (crashed > 0) return absl::AbortedError(absl::StrCat(crashed, " backend(s) crashed (see above)"));
+  if (crashed > 0) return BackendsEnded(result.backends, crashed, BackendOutcome::kCrashed, "crashed");
+  // Each printed its error on stderr as it ended.
+  const int64_t failed = s.failed + result.backends.warmup_failed;
+  if (failed > 0) return BackendsEnded(result.backends, failed, BackendOutcome::kFailed, "failed on errors they printed");
   // A backend killed by SIGTERM/SIGINT/SIGHUP/SIGQUIT while the tool was not
   // asked to stop was killed from outside: a failed run, not a clean stop.
   if (result.backends.stopped > 0) {

@@ -30,14 +30,15 @@ struct CycleSummary {
   Summary query_us;       // client: query sent -> answer received (with queries)
   double connections_per_second = 0;
   double baseline_forks_per_second = 0;  // 1 / median bare fork+exit+wait
-  int64_t exited = 0, crashed = 0, leaks = 0;
+  int64_t exited = 0, crashed = 0, failed = 0, leaks = 0;
 };
 
 CycleSummary Summarize(const CycleResult& result);
 
 // Exit status of a finished run: OK, or an error naming what went wrong —
-// interrupted (Cancelled: exit 130), backends crashed (warm-up included) or
-// connections that never got "ready" (Aborted: exit 1).
+// interrupted (Cancelled: exit 130), backends crashed or failed (warm-up
+// included; the first one named, so that the line says it all wherever the
+// report went) or connections that never got "ready" (Aborted: exit 1).
 absl::Status RunOutcome(const CycleResult& result, const CycleSummary& summary);
 
 }  // namespace backendlab::lifecycle

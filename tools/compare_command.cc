@@ -145,8 +145,10 @@ std::string EveryConfigurationLine(const CompareRequest& request) {
       notes.push_back(absl::StrCat("thread: ", std::string(lifecycle::ThreadMemoryName(request.base.thread_memory)), " memory"));
     }
     if (std::find(matrix.modes.begin(), matrix.modes.end(), lifecycle::Mode::kPrefork) != matrix.modes.end()) {
-      notes.push_back(request.base.pool > 0 ? absl::StrCat("prefork: pool ", request.base.pool)
-                                             : std::string("prefork: pool of clients + 1"));
+      // A pool's figures are its steady state (CycleResult::pool_outside_cpu_ns).
+      notes.push_back(absl::StrCat(request.base.pool > 0 ? absl::StrCat("prefork: pool ", request.base.pool)
+                                                         : std::string("prefork: pool of clients + held + 1"),
+                                   ", steady state: its build and end left out"));
     }
     const std::string thread_memory = notes.empty() ? std::string() : absl::StrCat(" (", absl::StrJoin(notes, "; "), ")");
     every = absl::StrCat(absl::StrJoin(modes, ", "), matrix.modes.size() > 1 ? " modes" : " mode", thread_memory,

@@ -28,7 +28,8 @@ constexpr FlagSpec kFlags[] = {
     {"catcaches", "palloc0", "catcache bucket strategies"},
     {"syscaches", "pg17", "syscache profiles: pg90, pg17"},
     {"modes", "fork", "process models, each a copy of every configuration: fork, thread, prefork, inproc; a later one's rows against the same configuration in the first"},
-    {"pool", "", "prefork rows: the pre-forked backends (default: clients + 1)"},
+    {"pool", "", "prefork rows: the pre-forked backends, at least the largest --hold + --clients (default: --hold + --clients + 1)"},
+    {"reap", "any", "fork rows: how the postmaster reaps its backends: any (waitpid(-1) until it returns 0, as PostgreSQL's) or pidfd (each backend's pidfd in an epoll set, wait4 on that pid alone)"},
     {"thread-memory", "fresh", "thread mode: a backend's private memory from fresh mappings (fresh) or from an arena an ended backend gave back (reuse)"},
     {"clients", "1", "connections in flight at once; a list (1,4) measures every configuration at each, conn/s at one client and at saturation (>= 2 x cores)"},
     {"hold", "0", "connections held, idle, beside each run; a list (0,1024) measures every configuration at each, each against itself at the first"},
@@ -121,6 +122,18 @@ absl::StatusOr<lifecycle::CompareSpec> SpecFromFlags(const Flags& flags, const l
   }
   if (base.pool != 0 && std::find(spec.modes.begin(), spec.modes.end(), lifecycle::Mode::kPrefork) == spec.modes.end()) {
     return absl::InvalidArgumentError("--pool needs prefork in --modes");
+  }
+  if (base.reap != lifecycle::Reap::kAny &&
+      std::find(spec.modes.begin(), spec.modes.end(), lifecycle::Mode::kFork) == spec.modes.end()) {
+    return absl::InvalidArgumentError("--reap=pidfd needs fork in --modes");
+  }
+  // Advice the flags can follow, as cycle's (the pool takes up to kMaxPool).
+  if (const int64_t most = *std::max_element(spec.holds.begin(), spec.holds.end()) +
+                           *std::max_element(spec.clients.begin(), spec.clients.end());
+      base.pool != 0 && base.pool < most) {
+    return absl::InvalidArgumentError(absl::StrCat("--pool=", base.pool, " is fewer than the largest --hold + --clients (", most,
+                                                   "): the held connections would keep the loop waiting; give --pool=",
+                                                   most, " or more, or leave it out (default --hold + --clients + 1)"));
   }
   if (flags.Has("baseline")) {
     absl::StatusOr<std::vector<std::string>> baseline = ParseBaseline(flags.Get("baseline"));

@@ -26,7 +26,8 @@ namespace {
 
 constexpr FlagSpec kFlags[] = {
     {"mode", "fork", "fork: a postmaster forks a backend per connection; thread: a thread of one server process per connection; prefork: a pool of pre-forked backends, each reset between connections; inproc: no fork"},
-    {"pool", "", "prefork mode: the pre-forked backends (default: clients + 1)"},
+    {"pool", "", "prefork mode: the pre-forked backends, at least --hold + --clients (default: --hold + --clients + 1)"},
+    {"reap", "any", "fork mode: how the postmaster reaps its backends: any (waitpid(-1) until it returns 0, as PostgreSQL's postmaster does) or pidfd (each backend's pidfd in an epoll set, then wait4 on that pid alone)"},
     {"thread-memory", "fresh", "thread mode: a backend's private memory from fresh mappings (fresh) or from its slot's arena, reused across connections (reuse)"},
     {"layout", "hash", "refcount table layout: array, bytes, hash, hash-keys or array-touched"},
     {"exit-check", "assert", "exit-check policy: always, assert or off"},
@@ -38,16 +39,16 @@ constexpr FlagSpec kFlags[] = {
     {"connections", "", "measured connections (default 500 unless --duration)"},
     {"duration", "", "run for this long instead, e.g. 10s or 500ms"},
     {"warmup", "20", "connections run first and left out"},
-    {"hold", "0", "connections opened first and held, idle, while the loop runs (fork mode): so many backends beside the loop's"},
+    {"hold", "0", "connections opened first and held, idle, while the loop runs (every server mode: fork, thread, prefork): so many backends beside the loop's"},
     {"work-pins", "20", "pin+unpin pairs per backend"},
     {"work-lookups", "100", "catcache lookups per backend"},
-    {"queries", "0", "request/response round trips each backend serves after \"ready\", in its work phase (fork mode)"},
+    {"queries", "0", "request/response round trips each backend serves after \"ready\", in its work phase (every server mode; a backend thread's latch is an eventfd, a process's a signalfd)"},
     {"wait", "long-lived", "how a backend waits for each query: per-call, long-lived, cached or poll (see backendlab waits)"},
-    {"backend-profile", "", "a backend weight profile (JSON, written by calibrate): what each backend does on top of the model, to weigh what a real one weighs"},
+    {"backend-profile", "", "a backend weight profile (JSON, written by calibrate): what each backend does on top of the model, to weigh what a real one weighs (every server mode)"},
     {"syscalls", "off", "count syscalls per phase (perf tracepoint; slows every backend's start): on or off"},
     {"counters", "", "perf events per phase, e.g. task-clock,context-switches,cycles (or sw, hw, all); each slows every backend's start"},
     {"leak-pins", "0", "plant a bug: pins each backend never releases"},
-    {"kill-backend", "-1", "fault injection (fork, thread mode): the backend of this connection number SIGKILLs itself (a thread takes the server with it)"},
+    {"kill-backend", "-1", "fault injection (every server mode): the backend of this connection number SIGKILLs itself (a thread takes the server with it; a pre-forked backend is replaced)"},
     {"json", "", "also write the results as JSON to this file"},
     {"csv", "", "also write the per-phase rows as CSV to this file"},
 };
@@ -103,11 +104,18 @@ absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& ou
   out << absl::StrFormat("(between work and exit_check the backend waited %s us median for the client's terminate)\n",
                          Us(s.wait_us.median));
   const bool pooled = options->mode == lifecycle::Mode::kPrefork;
-  out << absl::StrFormat("backends: %d exited, %d crashed; buffer leaks reported by the exit check%s: %d\n", s.exited,
-                         s.crashed, pooled ? " or the reset" : "", s.leaks);
+  out << absl::StrFormat("backends: %d exited, %d crashed, %d failed; buffer leaks reported by the exit check%s: %d\n",
+                         s.exited, s.crashed, s.failed, pooled ? " or the reset" : "", s.leaks);
   if (pooled) {
-    out << absl::StrFormat("pool: %d pre-forked backends, %d replaced after dying\n", lifecycle::PoolSize(*options),
+    out << absl::StrFormat("pool: %d pre-forked backends, %d replaced after dying", lifecycle::PoolSize(*options),
                            result->replaced);
+    if (result->pool_outside_cpu_ns >= 0 && result->server.connections > 0) {
+      // Steady state: the server's figures leave the pool's start and end out.
+      out << absl::StrFormat("; its build and end, left out of the server's figures: %.1f ms CPU (%.1f us per connection)",
+                             result->pool_outside_cpu_ns / 1e6,
+                             result->pool_outside_cpu_ns / 1e3 / static_cast<double>(result->server.connections));
+    }
+    out << "\n";
   }
   PrintIncidents(*result, out);
   for (const absl::Status& why : result->counters_unavailable) out << why.message() << "\n";

@@ -71,6 +71,7 @@ absl::StatusOr<lifecycle::CycleOptions> CycleOptionsFromFlags(const Flags& flags
   lifecycle::BackendConfig& b = o.backend;
   for (absl::Status s : {
            ParseFlagInto(flags, "mode", lifecycle::ParseMode, &o.mode),
+           ParseFlagInto(flags, "reap", lifecycle::ParseReap, &o.reap),
            ParseFlagInto(flags, "thread-memory", lifecycle::ParseThreadMemory, &o.thread_memory),
            ParseFlagInto(flags, "syscache", ParseSyscacheName, &b.syscache),
            ParseFlagInto(flags, "wait", waits::ParseWaitStrategy, &b.wait),

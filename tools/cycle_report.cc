@@ -30,7 +30,9 @@ std::string ConfigLine(const lifecycle::CycleOptions& o, bool with_configuration
                       o.mode == lifecycle::Mode::kThread
                           ? absl::StrCat(" (", std::string(lifecycle::ThreadMemoryName(o.thread_memory)), " memory)")
                           : o.mode == lifecycle::Mode::kPrefork ? absl::StrCat(" (pool ", lifecycle::PoolSize(o), ")")
-                                                                 : std::string(),
+                          : o.reap != lifecycle::Reap::kAny
+                              ? absl::StrCat(" (reaped by ", std::string(lifecycle::ReapName(o.reap)), ")")
+                              : std::string(),
                       configuration, ", ", clients,
                       o.connections > 0 ? absl::StrCat(o.connections, " connections")
                                         : absl::StrCat(absl::ToInt64Milliseconds(o.duration), " ms"),
@@ -48,6 +50,7 @@ nlohmann::json ConfigJson(const lifecycle::CycleOptions& o) {
           {"thread_memory", o.mode == lifecycle::Mode::kThread ? nlohmann::json(lifecycle::ThreadMemoryName(o.thread_memory))
                                                                  : nlohmann::json(nullptr)},
           {"pool", o.mode == lifecycle::Mode::kPrefork ? nlohmann::json(lifecycle::PoolSize(o)) : nlohmann::json(nullptr)},
+          {"reap", o.mode == lifecycle::Mode::kFork ? nlohmann::json(lifecycle::ReapName(o.reap)) : nlohmann::json(nullptr)},
           {"layout", buffers::LayoutName(b.layout)},
           {"exit_check", buffers::ExitCheckPolicyName(b.exit_check)},
           {"scan_kernel", buffers::ScanKernelName(b.exit_kernel)},
@@ -86,14 +89,17 @@ nlohmann::json SummaryJson(const lifecycle::CycleSummary& s, const lifecycle::Cy
           {"failed_connections", r.failed_connections},
           {"backends_exited", s.exited},
           {"backends_crashed", s.crashed},
+          {"backends_failed", s.failed},
           {"backends_stopped", r.backends.stopped},
           {"warmup_backends_crashed", r.backends.warmup_crashed},
+          {"warmup_backends_failed", r.backends.warmup_failed},
           {"leaks_reported", s.leaks},
           {"wait_us_p50", s.wait_us.median},
           {"lifetime_us_p50", s.lifetime_us.median},
           {"syscalls_counted", r.syscalls_counted},
           {"interrupted", r.interrupted},
-          {"replaced", r.replaced}};
+          {"replaced", r.replaced},
+          {"pool_outside_cpu_us", r.pool_outside_cpu_ns >= 0 ? nlohmann::json(r.pool_outside_cpu_ns / 1e3) : nlohmann::json(nullptr)}};
 }
 
 Report PhaseReport(const lifecycle::CycleSummary& s, std::span<const profiling::PerfEvent> counters,
@@ -180,17 +186,8 @@ void PrintIncidents(const lifecycle::CycleResult& result, std::ostream& out) {
   constexpr int kMaxLines = 8;
   for (const lifecycle::BackendRecord& r : result.backends.incidents) {
     if (printed >= kMaxLines) break;
-    if (r.outcome == lifecycle::BackendOutcome::kCrashed) {
-      std::string last_phase = "before init_buffers";
-      for (lifecycle::Phase p : lifecycle::kAllPhases) {
-        if (p != lifecycle::Phase::kReap && p != lifecycle::Phase::kFork && r.Done(p)) {
-          last_phase = absl::StrCat("after ", std::string(lifecycle::PhaseName(p)));
-        }
-      }
-      out << "backend " << r.pid << " (connection " << r.sequence << ") crashed: "
-          << (r.signal ? absl::StrCat("killed by signal ", r.signal, " (", strsignal(r.signal), ")")
-                       : absl::StrCat("exit code ", r.exit_status))
-          << ", " << last_phase << "\n";
+    if (r.outcome == lifecycle::BackendOutcome::kCrashed || r.outcome == lifecycle::BackendOutcome::kFailed) {
+      out << lifecycle::DescribeEnd(r) << "\n";
       ++printed;
     }
     for (int i = 0; i < r.leaks_found && i < lifecycle::kMaxReportedLeaks && printed < kMaxLines; ++i, ++printed) {

@@ -38,7 +38,7 @@ namespace {
 constexpr std::string_view kFlagFields[] = {
     "aa", "backend_profile", "bindir", "clients", "conninfo", "connections", "cpus",     "duration", "fit_rounds", "hold",
     "iterations",      "kill_backend", "mode",     "pairs",       "pg_versions", "pgbouncer", "pool", "postmaster_pid",
-    "profile",         "queries",     "query",     "readers",     "rounds",   "run_as",       "set",
+    "profile",         "queries",     "query",     "readers",     "reap",     "rounds",   "run_as",       "set",
     "shared_buffers",  "ssl",         "tcp",       "thread_memory", "via",    "warmup",       "what_if",
     "workers",
 };

@@ -124,6 +124,11 @@ bool ClientLoop::DrainOne() {
     case Message::kFailed:
       if (postmaster_failure_.ok() && m.call == FailedCall::kPoolStart) {
         postmaster_failure_ = absl::UnavailableError("postmaster: a pre-forked backend died before it was built");
+      } else if (postmaster_failure_.ok() && m.call == FailedCall::kMemberStopped) {
+        postmaster_failure_ = absl::UnavailableError(
+            absl::StrCat("postmaster: pre-forked backend ", m.record.pid, " (pool member ", m.value, ") stayed stopped for ",
+                         kStoppedMemberNs / 1'000'000'000, " s with connection ", m.record.sequence,
+                         " handed to it; killed it"));
       } else if (postmaster_failure_.ok()) {
         postmaster_failure_ = absl::UnavailableError(
             ErrnoLine(absl::StrCat("postmaster: ", std::string(FailedCallName(m.call))), static_cast<int>(m.value)));
@@ -131,6 +136,9 @@ bool ClientLoop::DrainOne() {
       break;
     case Message::kReplaced:
       ++result_.replaced;
+      break;
+    case Message::kPoolOutside:
+      result_.pool_outside_cpu_ns = m.value;
       break;
     case Message::kServerUsage:
       usage_received_ = true;
@@ -286,13 +294,13 @@ absl::Status ClientLoop::OpenHeld() {
       const ssize_t n = read(c.fd, c.greeting + c.got, sizeof c.greeting - c.got);
       if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (n <= 0) {
-        return absl::InternalError(absl::StrCat("--hold: a backend ended before it was ready (", held_.size(), " of ",
+        return absl::InternalError(absl::StrCat("`hold`: a backend ended before it was ready (", held_.size(), " of ",
                                                 options_.hold, " held connections open)"));
       }
       c.got += static_cast<size_t>(n);
       if (c.got < sizeof c.greeting) continue;
       if (c.greeting[sizeof c.sequence] != kReadyByte) {
-        return absl::InternalError("--hold: a backend did not say it was ready");
+        return absl::InternalError("`hold`: a backend did not say it was ready");
       }
       held_.push_back(c.fd);
       c.fd = -1;

@@ -7,11 +7,13 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,7 +70,7 @@ void Postmaster::BackendChild(size_t slot, int client_fd, int sigfd) {
   if (!status.ok()) std::fprintf(stderr, "backendlab backend %d: %s\n", getpid(), std::string(status.message()).c_str());
   // A weight profile's `exit` exit path ran libc's exit handlers at the end
   // of teardown (RunExitHandlers): what is left of exit() is _exit.
-  _exit(status.ok() ? 0 : 3);
+  _exit(status.ok() ? 0 : kBackendErrorExit);
 }
 
 void Postmaster::Accept(int sigfd) {
@@ -130,6 +132,8 @@ void Postmaster::Accept(int sigfd) {
   const pid_t pid = fork();
   if (pid == 0) BackendChild(slot, fd, sigfd);
   const int fork_error = errno;
+  // Reaping by pidfd: its pidfd is part of starting the backend.
+  const int watch_error = pid > 0 && reap_pidfd_ ? WatchChild(pid, slot) : 0;
   profiling::SetSampleTag(kSampleTagPostmaster);
   fork_parent_cost_[slot] = SampleThread() - before;
   close(fd);
@@ -141,9 +145,34 @@ void Postmaster::Accept(int sigfd) {
   }
   live_[pid] = slot;
   Taken(slot, record.sequence);
+  if (watch_error != 0) {
+    // Out of descriptors, or no pidfd_open (Linux < 5.3): the backends are
+    // reaped by waitpid(-1) from here on, and the run fails.
+    reap_pidfd_ = false;
+    Fail(FailedCall::kPidfd, watch_error);
+  }
+}
+
+int Postmaster::WatchChild(pid_t pid, size_t slot) {
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return errno;
+  epoll_event ev{};
+  ev.events = EPOLLIN;  // readable once the process has exited
+  ev.data.u64 = static_cast<uint64_t>(pid);
+  if (epoll_ctl(reap_epoll_, EPOLL_CTL_ADD, pidfd, &ev) != 0) {
+    const int error = errno;
+    close(pidfd);
+    return error;
+  }
+  pidfds_[slot] = pidfd;
+  return 0;
 }
 
 void Postmaster::Reap() {
+  if (reap_pidfd_) {
+    ReapByPidfd();
+    return;
+  }
   int status;
   rusage usage;
   pid_t pid;
@@ -156,27 +185,62 @@ void Postmaster::Reap() {
       live_.clear();
       break;
     }
-    auto it = live_.find(pid);
-    if (it == live_.end()) continue;
-    const size_t slot = it->second;
-    live_.erase(it);
-    if (c_.pool > 0) {
-      MemberEnded(slot, pid, status);
-      continue;
+    Reaped(pid, status, usage);
+  }
+}
+
+// Each backend whose pidfd is readable has exited: wait4 on its pid alone.
+void Postmaster::ReapByPidfd() {
+  epoll_event exited[64];
+  int n;
+  do {
+    n = epoll_wait(reap_epoll_, exited, static_cast<int>(std::size(exited)), 0);
+    for (int i = 0; i < n; ++i) {
+      const pid_t pid = static_cast<pid_t>(exited[i].data.u64);
+      int status;
+      rusage usage;
+      pid_t got;
+      while ((got = wait4(pid, &status, WNOHANG, &usage)) < 0 && errno == EINTR) {
+      }
+      if (got == pid) Reaped(pid, status, usage);
     }
-    Message m{};
-    m.type = Message::kBackend;
-    m.record = slots_[slot];  // the child is gone: its writes are all visible
-    CompleteRecord({.pid = pid,
-                    .wait_status = status,
-                    .usage = &usage,
-                    .forked = true,
-                    .fork_parent_cost = fork_parent_cost_[slot],
-                    .reaped_ns = NowNs()},
-                   m.record);
-    if (sample_slots_) AppendSamples(m.record.sequence, *sample_slots_->Backend(slot));
-    Freed(slot);
-    Send(m);
+  } while (n == static_cast<int>(std::size(exited)));
+}
+
+void Postmaster::Reaped(pid_t pid, int status, const rusage& usage) {
+  auto it = live_.find(pid);
+  if (it == live_.end()) return;
+  const size_t slot = it->second;
+  live_.erase(it);
+  if (!pidfds_.empty() && pidfds_[slot] >= 0) {
+    close(pidfds_[slot]);  // and out of the epoll set with it
+    pidfds_[slot] = -1;
+  }
+  if (c_.pool > 0) {
+    MemberEnded(slot, pid, status);
+    return;
+  }
+  Message m{};
+  m.type = Message::kBackend;
+  m.record = slots_[slot];  // the child is gone: its writes are all visible
+  CompleteRecord({.pid = pid,
+                  .wait_status = status,
+                  .usage = &usage,
+                  .forked = true,
+                  .fork_parent_cost = fork_parent_cost_[slot],
+                  .reaped_ns = NowNs()},
+                 m.record);
+  if (sample_slots_) AppendSamples(m.record.sequence, *sample_slots_->Backend(slot));
+  Freed(slot);
+  Send(m);
+}
+
+void Postmaster::ControlSaid() {
+  char c;
+  if (read(c_.control_fd, &c, 1) <= 0) {
+    StopAccepting();
+  } else if (c == kUsageByte) {
+    usage_asked_ = true;
   }
 }
 
@@ -225,19 +289,32 @@ void Postmaster::Main() {
   }
   if (c_.sampler) StartSampling();
   sigfd_ = sigfd;
+  if (c_.reap_pidfd) {
+    reap_epoll_ = epoll_create1(EPOLL_CLOEXEC);
+    BACKENDLAB_CHECK(reap_epoll_ >= 0);
+    pidfds_.assign(c_.nslots, -1);
+    reap_pidfd_ = true;
+  }
 
   SendBaseline();
   if (c_.pool > 0) {
+    const Message::Usage before_pool = ProcessAndReaped();
+    before_pool_cpu_ns_ = before_pool.user_ns + before_pool.system_ns;
     void* members = mmap(nullptr, c_.pool * sizeof(MemberShared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     BACKENDLAB_CHECK(members != MAP_FAILED);
     members_ = static_cast<MemberShared*>(members);
     pool_.assign(static_cast<size_t>(c_.pool), Member{});
-    // Built before serving: the pool's start is no connection's.
-    for (size_t i = 0; i < pool_.size() && !failed_; ++i) {
+    // Built before serving: the pool's start is no connection's. A stop
+    // (the control pipe's EOF: the tool was stopped, or died) is looked
+    // for between forks, as the loop below looks between connections, so
+    // that no member is forked after it.
+    for (size_t i = 0; i < pool_.size() && !failed_ && !stopping_; ++i) {
       if (!StartMember(i)) break;
       char c = 0;
       if (ReadAll(pool_[i].channel, &c, 1) != 1 || c != kPoolReady) break;  // it died: reaped below, the run fails
       pool_[i].idle = pool_[i].ready = true;
+      pollfd control = {c_.control_fd, POLLIN, 0};
+      if (poll(&control, 1, 0) > 0) ControlSaid();
     }
   }
   // The server's usage is taken from here to the last backend reaped: the
@@ -249,7 +326,8 @@ void Postmaster::Main() {
     fds.assign({{sigfd, POLLIN, 0}, {c_.control_fd, POLLIN, 0}, {ended_read_, POLLIN, 0}, {can_accept ? c_.listen_fd : -1, POLLIN, 0}});
     for (const Member& m : pool_) fds.push_back({m.channel, POLLIN, 0});
     if (stopping_) fds[1].fd = -1;
-    const int n = poll(fds.data(), static_cast<nfds_t>(fds.size()), stopping_ ? 100 : -1);
+    // While a member serves a connection, CheckStoppedMembers looks every second.
+    const int n = poll(fds.data(), static_cast<nfds_t>(fds.size()), stopping_ ? 100 : AnyBusy() ? 1000 : -1);
     if (n < 0 && errno != EINTR) {
       Fail(FailedCall::kPoll, errno);
       KillAndReapAll();
@@ -262,19 +340,13 @@ void Postmaster::Main() {
       }
       Reap();
     }
-    if (!stopping_ && (fds[1].revents & (POLLIN | POLLHUP))) {
-      char c;
-      if (read(c_.control_fd, &c, 1) <= 0) {
-        StopAccepting();
-      } else if (c == kUsageByte) {
-        usage_asked_ = true;
-      }
-    }
+    if (!stopping_ && (fds[1].revents & (POLLIN | POLLHUP))) ControlSaid();
     if (fds[2].revents & POLLIN) JoinEnded();
     for (size_t i = 0; i < pool_.size(); ++i) {
       if (fds[4 + i].fd >= 0 && fds[4 + i].fd == pool_[i].channel && (fds[4 + i].revents & (POLLIN | POLLHUP))) MemberSaid(i);
     }
     if (pool_closing_ && !AnyBusy()) ClosePool();
+    if (!pool_.empty()) CheckStoppedMembers();
     if (can_accept && !stopping_ && (fds[3].revents & POLLIN)) Accept(sigfd);
     if (stopping_ && NowNs() > stop_deadline_) {
       ClosePool();
@@ -294,6 +366,7 @@ void Postmaster::Main() {
     profiling::Sampler::Stop();
     AppendSamples(-1, *sample_slots_->Postmaster());
   }
+  SendPoolOutside();  // every member reaped, before the closing bare forks
   if (samples_lost_ > 0) {
     Message m{};
     m.type = Message::kSamplesLost;

@@ -40,6 +40,9 @@ struct PostmasterConfig {
   // Pre-forked backends (env->kind is kPooled): so many, forked and built
   // before serving, each handed connections one at a time; 0: none.
   int pool = 0;
+  // Forked backends reaped by pidfd (CycleOptions::reap), not by
+  // waitpid(-1) in a loop.
+  bool reap_pidfd = false;
 };
 
 // Runs the postmaster in the calling (just forked) process until the control

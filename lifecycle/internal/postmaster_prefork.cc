@@ -82,7 +82,7 @@ void Postmaster::MemberChild(size_t i, int channel, int sigfd) {
   absl::StatusOr<std::unique_ptr<PooledBackend>> backend = PooledBackend::Build(*c_.env);
   if (!backend.ok()) {
     std::fprintf(stderr, "backendlab backend %d: %s\n", getpid(), std::string(backend.status().message()).c_str());
-    _exit(3);
+    _exit(kBackendErrorExit);
   }
   members_[i].base = OwnUsage();
   members_[i].latest = members_[i].base;
@@ -144,7 +144,7 @@ void Postmaster::MemberSaid(size_t i) {
   m.type = Message::kBackend;
   m.record = slots_[i];
   CompleteRecord({.pid = pool_[i].pid,
-                  .wait_status = c == kPoolDone ? 0 : 3 << 8,
+                  .wait_status = c == kPoolDone ? 0 : kBackendErrorExit << 8,
                   .usage = nullptr,
                   .forked = true,
                   .fork_parent_cost = fork_parent_cost_[i],
@@ -196,6 +196,41 @@ void Postmaster::ReplaceMember(size_t i) {
   m.type = Message::kReplaced;
   m.value = pool_[i].pid;
   if (StartMember(i)) Send(m);  // ready when it says so (MemberSaid)
+}
+
+// A busy member that is stopped (SIGSTOP, a debugger's stop) keeps its
+// client waiting, and the run with it: seen stopped at every look for
+// kStoppedMemberNs, it is killed (reaped as any dead member) and the run
+// fails naming it. A longer gap between looks than a few kMemberCheckNs
+// means this process was stopped too (^Z stops the whole group) or
+// starved: the count starts again.
+void Postmaster::CheckStoppedMembers() {
+  const int64_t now = NowNs();
+  if (now - members_checked_ns_ < kMemberCheckNs) return;
+  const bool resumed = now - members_checked_ns_ > 3 * kMemberCheckNs;
+  members_checked_ns_ = now;
+  for (size_t i = 0; i < pool_.size(); ++i) {
+    Member& m = pool_[i];
+    siginfo_t info{};
+    // WNOWAIT leaves the stop to be seen again; a pid's wait does not look
+    // through the other children.
+    const bool stopped = m.busy && m.pid > 0 && waitid(P_PID, static_cast<id_t>(m.pid), &info, WSTOPPED | WNOHANG | WNOWAIT) == 0 &&
+                         info.si_pid == m.pid && info.si_code == CLD_STOPPED;
+    if (!stopped || resumed) {
+      m.stopped_since = 0;
+    } else if (m.stopped_since == 0) {
+      m.stopped_since = now;
+    } else if (now - m.stopped_since >= kStoppedMemberNs && !failed_) {
+      kill(m.pid, SIGKILL);
+      Message failed{};
+      failed.type = Message::kFailed;
+      failed.call = FailedCall::kMemberStopped;
+      failed.value = static_cast<int64_t>(i);
+      failed.record = slots_[i];
+      failed.record.pid = m.pid;
+      Fail(failed);
+    }
+  }
 }
 
 void Postmaster::ClosePool() {

@@ -31,6 +31,9 @@ namespace backendlab::lifecycle::internal {
 // How long the postmaster waits for its backends after being told to stop
 // before it SIGKILLs them: a backend whose client is gone exits at once.
 constexpr int64_t kStopGraceNs = 5'000'000'000;
+// How often the postmaster looks for a busy pre-forked backend that is
+// stopped (kStoppedMemberNs says how long one may stay so).
+constexpr int64_t kMemberCheckNs = 1'000'000'000;
 
 class Postmaster {
  public:
@@ -48,7 +51,6 @@ class Postmaster {
     }
   }
 
-  // getrusage of this process and of the children it has reaped, summed.
   // getrusage of the calling process alone (a pre-forked backend's).
   static Message::Usage OwnUsage() {
     rusage r{};
@@ -62,8 +64,8 @@ class Postmaster {
     return u;
   }
 
-  Message::Usage SelfAndChildren() const {
-    const bool threads = c_.threads;
+  // getrusage of this process and of the children it has reaped, summed.
+  static Message::Usage ProcessAndReaped() {
     Message::Usage u{};
     for (const int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
       rusage r{};
@@ -75,6 +77,14 @@ class Postmaster {
       u.context_switches += r.ru_nvcsw + r.ru_nivcsw;
       if (who == RUSAGE_SELF) u.postmaster_ns = u.user_ns + u.system_ns;
     }
+    return u;
+  }
+
+  // The server's usage: this process and its reaped children, and what
+  // its pre-forked backends did since they were built.
+  Message::Usage SelfAndChildren() const {
+    const bool threads = c_.threads;
+    Message::Usage u = ProcessAndReaped();
     // With backend threads, the process is the postmaster and its backends:
     // its own share is its thread's (called on the postmaster's thread).
     if (threads) u.postmaster_ns = SampleThread().cpu_ns;
@@ -105,13 +115,16 @@ class Postmaster {
   // into the run's one line), stop accepting, and end with status 1 once the
   // live backends are reaped.
   void Fail(FailedCall call, int error) {
-    if (failed_) return;
-    failed_ = true;
     Message m{};
     m.type = Message::kFailed;
     m.call = call;
     m.value = error;
-    Send(m);
+    Fail(m);
+  }
+  void Fail(const Message& failed) {
+    if (failed_) return;
+    failed_ = true;
+    Send(failed);
     StopAccepting();
   }
 
@@ -139,12 +152,35 @@ class Postmaster {
                end.major_faults - serving_start_.major_faults,
                end.context_switches - serving_start_.context_switches,
                end.postmaster_ns - serving_start_.postmaster_ns};
+    sent_cpu_ns_ = m.usage.user_ns + m.usage.system_ns;
+    Send(m);
+  }
+
+  // A pool's: the server's CPU from before the pool was built to its last
+  // member reaped, less the usage sent (SendUsage), which counts each
+  // member from after it was built. What is left is the pool's build and
+  // end (and, with held connections, their opening and what follows the
+  // usage): no connection's, and no figure's but this.
+  void SendPoolOutside() {
+    if (c_.pool == 0 || !usage_sent_ || failed_) return;
+    const Message::Usage end = ProcessAndReaped();
+    Message m{};
+    m.type = Message::kPoolOutside;
+    m.value = end.user_ns + end.system_ns - before_pool_cpu_ns_ - sent_cpu_ns_;
     Send(m);
   }
 
   [[noreturn]] void BackendChild(size_t slot, int client_fd, int sigfd);
   void Accept(int sigfd);
+  // Control pipe: EOF (stop), or kUsageByte.
+  void ControlSaid();
+  // Reaps every backend that has exited: wait4(-1) until it returns 0, or,
+  // reaping by pidfd, those whose pidfd is readable, each by its pid.
   void Reap();
+  void ReapByPidfd();
+  // Reaping by pidfd: watches `pid`'s pidfd; 0, or the errno that stopped it.
+  int WatchChild(pid_t pid, size_t slot);
+  void Reaped(pid_t pid, int status, const rusage& usage);
   // Threads: starts slot's backend on client_fd; false if it could not.
   bool StartThread(size_t slot, int client_fd);
   static void* ThreadMain(void* arg);
@@ -181,6 +217,9 @@ class Postmaster {
   void MemberEnded(size_t slot, pid_t pid, int status);
   void ReplaceMember(size_t i);
   void ClosePool();
+  // Kills a busy member that has stayed stopped kStoppedMemberNs and fails
+  // the run naming it; looks every kMemberCheckNs.
+  void CheckStoppedMembers();
   bool AnyIdle() const {
     return std::any_of(pool_.begin(), pool_.end(), [](const Member& m) { return m.channel >= 0 && m.idle; });
   }
@@ -233,6 +272,7 @@ class Postmaster {
     bool idle = false;   // built, no connection
     bool busy = false;   // serving the connection in its slot (its index)
     bool ready = false;  // it said it was built, once
+    int64_t stopped_since = 0;  // busy and found stopped since then (CheckStoppedMembers); 0: not
   };
   struct MemberShared {
     Message::Usage base, latest;
@@ -242,9 +282,18 @@ class Postmaster {
   MemberShared* members_ = nullptr;
   int sigfd_ = -1;
   bool pool_closing_ = false;  // told to stop: usage once no member is busy, then channels closed
+  int64_t members_checked_ns_ = 0;  // CheckStoppedMembers' last look
+  // Reaping by pidfd: the epoll set of the live backends' pidfds, and each
+  // slot's pidfd (-1: none). Cleared if a pidfd could not be watched: then
+  // waitpid(-1) reaps what is left.
+  bool reap_pidfd_ = false;
+  int reap_epoll_ = -1;
+  std::vector<int> pidfds_;
   size_t live_threads_ = 0;
   int ended_read_ = -1, ended_write_ = -1;  // ended threads write their slot number
   Message::Usage serving_start_{};
+  int64_t before_pool_cpu_ns_ = 0;  // ProcessAndReaped's CPU before the pool's build
+  int64_t sent_cpu_ns_ = 0;         // the CPU SendUsage sent
   bool usage_asked_ = false;  // kUsageByte came
   bool usage_sent_ = false;
   int64_t next_sequence_ = 0;

@@ -61,7 +61,7 @@ void* Postmaster::ThreadMain(void* arg) {
     status = RunBackend(*pm.c_.env, t.client_fd, pm.slots_[t.slot]);
   }
   if (!status.ok()) std::fprintf(stderr, "backendlab backend thread %d: %s\n", t.tid, std::string(status.message()).c_str());
-  t.exit_code = status.ok() ? 0 : 3;
+  t.exit_code = status.ok() ? 0 : kBackendErrorExit;
   close(t.client_fd);
   t.end = SampleThread();
   const uint64_t slot = t.slot;

@@ -42,15 +42,35 @@ inline constexpr char kPoolError = 'E';
 
 // A call of the postmaster's that failed for good and ended the run.
 // kPoolStart: a pre-forked backend died before it was built (value 0; it
-// printed why).
-enum class FailedCall : int32_t { kPoll = 1, kAccept = 2, kFork = 3, kThread = 4, kSocketpair = 5, kPoolStart = 6 };
+// printed why). kMemberStopped: a busy pre-forked backend stayed stopped
+// (SIGSTOP) kStoppedMemberNs and was killed (value: its index in the pool;
+// record: its connection's, with its pid).
+enum class FailedCall : int32_t {
+  kPoll = 1,
+  kAccept = 2,
+  kFork = 3,
+  kThread = 4,
+  kSocketpair = 5,
+  kPoolStart = 6,
+  kPidfd = 7,
+  kMemberStopped = 8,
+};
 
 inline constexpr NamedValue<FailedCall> kFailedCallNames[] = {{FailedCall::kPoll, "poll"},
                                                               {FailedCall::kAccept, "accept"},
                                                               {FailedCall::kFork, "fork"},
                                                               {FailedCall::kThread, "pthread_create"},
                                                               {FailedCall::kSocketpair, "socketpair"},
-                                                              {FailedCall::kPoolStart, "pre-forked backend start"}};
+                                                              {FailedCall::kPoolStart, "pre-forked backend start"},
+                                                              {FailedCall::kPidfd, "pidfd_open"},
+                                                              {FailedCall::kMemberStopped, "pre-forked backend stopped"}};
+
+// How long a pre-forked backend with a connection handed to it may stay
+// stopped before the postmaster kills it and fails the run naming it:
+// generous beside a connection's milliseconds, as the latch experiment's
+// 10 s for a hung pass (waits/latch_experiment.cc). Its client, and the
+// run, would otherwise wait for ever.
+inline constexpr int64_t kStoppedMemberNs = 10'000'000'000;
 inline std::string_view FailedCallName(FailedCall call) { return NameOf(call, kFailedCallNames); }
 
 // Messages from the postmaster to the tool, one write() each (< PIPE_BUF, so
@@ -63,6 +83,7 @@ struct Message {
     kFailed = 4,        // call and value (errno): the run ends
     kServerUsage = 5,   // usage: the postmaster and its reaped children over the connections, bare forks left out
     kReplaced = 6,      // value: the pid of a pre-forked backend that died and was replaced
+    kPoolOutside = 7,   // value: a pool's CPU (ns) left out of kServerUsage: its build and end (CycleResult::pool_outside_cpu_ns)
   } type;
   FailedCall call = FailedCall::kPoll;
   int64_t value = 0;
