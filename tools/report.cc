@@ -363,7 +363,12 @@ absl::Status CheckOutputPaths(const Flags& flags, const std::string& default_out
     }
   }
   if (absl::Status s = CheckDistinct(outputs); !s.ok()) return s;
+  std::error_code ec;
+  const bool out_made = !out.empty() && std::filesystem::is_directory(out, ec);
   for (size_t i = 0; i < files; ++i) {
+    // A file in --out's directory, which the command makes first: that
+    // directory's check below stands for its own.
+    if (!out.empty() && !out_made && ParentOf(outputs[i].path) == out) continue;
     if (absl::Status s = CheckOutputFile(outputs[i].flag, outputs[i].path); !s.ok()) return s;
   }
   if (!out.empty()) return CheckOutputDirectory("out", out);

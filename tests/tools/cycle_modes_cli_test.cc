@@ -142,7 +142,12 @@ TEST_F(CycleCliTest, AStoppedPoolMemberEndsTheRunNamingIt) {
   ASSERT_TRUE(WaitUntilRunning(tool, tmpdir_, dir_));
   const std::vector<pid_t> postmaster = test_util::ChildrenNamed(tool.pid(), "postmaster");
   ASSERT_EQ(postmaster.size(), 1u);
-  const std::vector<pid_t> member = test_util::ChildrenNamed(postmaster[0], "backend");
+  // The member names itself after its fork: on a busy machine, later.
+  std::vector<pid_t> member;
+  test_util::WaitUntil([&] {
+    member = test_util::ChildrenNamed(postmaster[0], "backend");
+    return !member.empty();
+  });
   ASSERT_EQ(member.size(), 1u) << "a pool of one";
   ASSERT_EQ(kill(member[0], SIGSTOP), 0);
 

@@ -383,7 +383,8 @@ TEST_F(OutputPathsTest, TheFilesOutGetsAndACommandsOwnFileFlagsAreCheckedToo) {
       check({"--json=" + dir_ + "/w.json", "--backend-profile=" + dir_ + "/w.json"}, kBackendProfile);
   EXPECT_TRUE(absl::IsInvalidArgument(profile)) << profile;
   EXPECT_NE(profile.message().find("--backend-profile"), std::string::npos) << profile;
-  EXPECT_TRUE(check({"--out=" + dir_ + "/d", "--json=" + dir_ + "/d/summary.json"}, kBackendProfile).ok());
+  const absl::Status beside = check({"--out=" + dir_ + "/d", "--json=" + dir_ + "/d/summary.json"}, kBackendProfile);
+  EXPECT_TRUE(beside.ok()) << beside;
   EXPECT_TRUE(DirIsEmpty());
 }
 
