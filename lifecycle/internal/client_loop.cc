@@ -127,8 +127,10 @@ bool ClientLoop::DrainOne() {
       } else if (postmaster_failure_.ok() && m.call == FailedCall::kMemberStopped) {
         postmaster_failure_ = absl::UnavailableError(
             absl::StrCat("postmaster: pre-forked backend ", m.record.pid, " (pool member ", m.value, ") stayed stopped for ",
-                         kStoppedMemberNs / 1'000'000'000, " s with connection ", m.record.sequence,
-                         " handed to it; killed it"));
+                         kStoppedMemberNs / 1'000'000'000, " s ",
+                         m.record.sequence < 0 ? std::string("while the pool was built")
+                                               : absl::StrCat("with connection ", m.record.sequence, " handed to it"),
+                         "; killed it"));
       } else if (postmaster_failure_.ok()) {
         postmaster_failure_ = absl::UnavailableError(
             ErrnoLine(absl::StrCat("postmaster: ", std::string(FailedCallName(m.call))), static_cast<int>(m.value)));

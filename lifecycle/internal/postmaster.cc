@@ -309,9 +309,7 @@ void Postmaster::Main() {
     // for between forks, as the loop below looks between connections, so
     // that no member is forked after it.
     for (size_t i = 0; i < pool_.size() && !failed_ && !stopping_; ++i) {
-      if (!StartMember(i)) break;
-      char c = 0;
-      if (ReadAll(pool_[i].channel, &c, 1) != 1 || c != kPoolReady) break;  // it died: reaped below, the run fails
+      if (!StartMember(i) || !AwaitReady(i)) break;  // it died (reaped below, the run fails), stopped, or a stop came
       pool_[i].idle = pool_[i].ready = true;
       pollfd control = {c_.control_fd, POLLIN, 0};
       if (poll(&control, 1, 0) > 0) ControlSaid();

@@ -199,7 +199,8 @@ void Postmaster::ReplaceMember(size_t i) {
 }
 
 // A busy member that is stopped (SIGSTOP, a debugger's stop) keeps its
-// client waiting, and the run with it: seen stopped at every look for
+// client waiting, and the run with it; one stopped while it is built keeps
+// the pool's build waiting: seen stopped at every look for
 // kStoppedMemberNs, it is killed (reaped as any dead member) and the run
 // fails naming it. A longer gap between looks than a few kMemberCheckNs
 // means this process was stopped too (^Z stops the whole group) or
@@ -214,7 +215,7 @@ void Postmaster::CheckStoppedMembers() {
     siginfo_t info{};
     // WNOWAIT leaves the stop to be seen again; a pid's wait does not look
     // through the other children.
-    const bool stopped = m.busy && m.pid > 0 && waitid(P_PID, static_cast<id_t>(m.pid), &info, WSTOPPED | WNOHANG | WNOWAIT) == 0 &&
+    const bool stopped = (m.busy || !m.ready) && m.pid > 0 && waitid(P_PID, static_cast<id_t>(m.pid), &info, WSTOPPED | WNOHANG | WNOWAIT) == 0 &&
                          info.si_pid == m.pid && info.si_code == CLD_STOPPED;
     if (!stopped || resumed) {
       m.stopped_since = 0;
@@ -228,8 +229,24 @@ void Postmaster::CheckStoppedMembers() {
       failed.value = static_cast<int64_t>(i);
       failed.record = slots_[i];
       failed.record.pid = m.pid;
+      if (!m.busy) failed.record.sequence = -1;  // stopped while it was built
       Fail(failed);
     }
+  }
+}
+
+bool Postmaster::AwaitReady(size_t i) {
+  for (;;) {
+    pollfd fds[2] = {{pool_[i].channel, POLLIN, 0}, {c_.control_fd, POLLIN, 0}};
+    const int n = poll(fds, 2, static_cast<int>(kMemberCheckNs / 1'000'000));
+    if (n < 0 && errno != EINTR) return false;
+    if (n > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+      char c = 0;
+      return ReadAll(pool_[i].channel, &c, 1) == 1 && c == kPoolReady;
+    }
+    if (n > 0 && (fds[1].revents & (POLLIN | POLLHUP))) ControlSaid();
+    CheckStoppedMembers();
+    if (stopping_ || failed_) return false;
   }
 }
 

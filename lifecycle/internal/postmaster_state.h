@@ -220,6 +220,10 @@ class Postmaster {
   // Kills a busy member that has stayed stopped kStoppedMemberNs and fails
   // the run naming it; looks every kMemberCheckNs.
   void CheckStoppedMembers();
+  // While the pool is built: member i's ready byte, true once it came;
+  // false if the member died, stayed stopped (CheckStoppedMembers), or the
+  // tool asked for a stop.
+  bool AwaitReady(size_t i);
   bool AnyIdle() const {
     return std::any_of(pool_.begin(), pool_.end(), [](const Member& m) { return m.channel >= 0 && m.idle; });
   }
