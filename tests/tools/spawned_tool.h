@@ -1,6 +1,7 @@
 // A backendlab run started in the background, for tests that signal it while
-// it runs: its output goes to files in a directory, and it is killed and
-// reaped if the test leaves before it has exited.
+// it runs: its output goes to files in a directory, and, if the test leaves
+// before it has exited (a failed assertion), it is killed with everything it
+// started and reaped.
 #ifndef BACKENDLAB_TESTS_TOOLS_SPAWNED_TOOL_H_
 #define BACKENDLAB_TESTS_TOOLS_SPAWNED_TOOL_H_
 
@@ -15,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/processes.h"
 #include "tests/test_util/run_program.h"
 
 namespace backendlab::test_util {
@@ -28,8 +30,8 @@ class SpawnedTool {
   SpawnedTool(const SpawnedTool&) = delete;
   SpawnedTool& operator=(const SpawnedTool&) = delete;
   ~SpawnedTool() {
-    if (pid_ > 0 && !status_) {
-      kill(pid_, SIGKILL);
+    if (pid_ > 0 && !Poll()) {
+      KillTree();
       int status;
       waitpid(pid_, &status, 0);
     }
@@ -73,6 +75,19 @@ class SpawnedTool {
   }
 
  private:
+  // The tool and its descendants (its postmaster, a stopped pool member, a
+  // server), SIGKILLed: killing the tool alone left a postmaster waiting for
+  // a member a test had stopped, for good. Each is stopped before its
+  // children are listed, so that none forks one the list misses.
+  void KillTree() {
+    std::vector<pid_t> tree = {pid_};
+    for (size_t i = 0; i < tree.size(); ++i) {
+      kill(tree[i], SIGSTOP);
+      for (pid_t child : backendlab::ChildrenOf(tree[i])) tree.push_back(child);
+    }
+    for (pid_t p : tree) kill(p, SIGKILL);
+  }
+
   pid_t pid_ = -1;
   std::optional<int> status_;
 };
