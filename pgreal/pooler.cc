@@ -22,7 +22,7 @@ namespace backendlab::pgreal {
 namespace {
 
 constexpr int kListenPort = 6432;  // names the socket file only: nothing listens on TCP
-constexpr int64_t kStartTimeoutNs = 10'000'000'000;
+constexpr int64_t kPoolerStartTimeoutNs = 10'000'000'000;
 constexpr int64_t kStopTimeoutNs = 10'000'000'000;
 
 bool Executable(const std::string& path) {
@@ -154,7 +154,7 @@ absl::StatusOr<std::unique_ptr<Pooler>> Pooler::Start(const PoolerOptions& optio
   pooler->admin_conninfo_ =
       absl::StrCat("host=", host, " port=", kListenPort, " user=postgres dbname=pgbouncer connect_timeout=5");
 
-  const int64_t deadline = NowNs() + kStartTimeoutNs;
+  const int64_t deadline = NowNs() + kPoolerStartTimeoutNs;
   for (;;) {
     int status;
     if (waitpid(pooler->pid_, &status, WNOHANG) == pooler->pid_) {

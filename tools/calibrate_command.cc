@@ -27,7 +27,7 @@ namespace backendlab::tools {
 namespace {
 
 
-constexpr FlagSpec kFlags[] = {
+constexpr FlagSpec kCalibrateFlags[] = {
     {"bindir", "", "the real server's bin directory (default: Debian's PostgreSQL 15)"},
     {"shared-buffers", "128MB", "shared_buffers the profile is fitted at"},
     {"check", "8GB", "shared_buffers the fit is checked at, not fitted (off: no check)"},
@@ -49,7 +49,7 @@ absl::StatusOr<int64_t> Size(const std::string& flag, const std::string& text) {
   return static_cast<int64_t>(s->bytes);
 }
 
-absl::StatusOr<calibrate::CalibrationOptions> ParseOptions(const Flags& flags) {
+absl::StatusOr<calibrate::CalibrationOptions> ParseCalibrateOptions(const Flags& flags) {
   calibrate::CalibrationOptions o;
   absl::StatusOr<pgreal::Installation> installation =
       flags.Has("bindir") ? pgreal::InstallationAt(flags.Get("bindir")) : pgreal::DefaultInstallation();
@@ -106,14 +106,14 @@ std::string CalibrateUsage() {
       "its page faults, its system calls by kind), writes it (--backend-profile), and measures the\n"
       "real server and the mock side by side at the size fitted and at one not fitted.\n"
       "Needs perf (the real server's phases). Takes a few minutes.\n\n",
-      FlagsHelp(kFlags));
+      FlagsHelp(kCalibrateFlags));
 }
 
 absl::Status RunCalibrateCommand(std::span<const std::string> args, std::ostream& terminal) {
   Transcript out(terminal);  // what is printed, kept for --html
-  absl::StatusOr<Flags> flags = Flags::Parse(args, kFlags);
+  absl::StatusOr<Flags> flags = Flags::Parse(args, kCalibrateFlags);
   if (!flags.ok()) return flags.status();
-  absl::StatusOr<calibrate::CalibrationOptions> options = ParseOptions(*flags);
+  absl::StatusOr<calibrate::CalibrationOptions> options = ParseCalibrateOptions(*flags);
   if (!options.ok()) return options.status();
   constexpr std::string_view kWritten[] = {"backend-profile"};  // a file written, beside the usual outputs
   if (absl::Status s = CheckOutputPaths(*flags, "", {}, kWritten); !s.ok()) return s;

@@ -18,7 +18,7 @@ namespace {
 
 using catcache::StartupRow;
 
-constexpr FlagSpec kFlags[] = {
+constexpr FlagSpec kCatcacheFlags[] = {
     {"catcaches", "palloc0,bss,expansible,mmap", "catcaches (bucket allocation strategies) to compare"},
     {"syscaches", "pg90,pg17", "syscaches (cache sets and initial bucket counts)"},
     {"lookups", "5000", "first-query lookups per backend after init"},
@@ -28,7 +28,7 @@ constexpr FlagSpec kFlags[] = {
     {"csv", "", "also write the rows as CSV to this file"},
 };
 
-absl::StatusOr<catcache::StartupExperimentOptions> ParseOptions(const Flags& flags) {
+absl::StatusOr<catcache::StartupExperimentOptions> ParseCatcacheOptions(const Flags& flags) {
   catcache::StartupExperimentOptions options;
   absl::StatusOr<std::vector<std::string>> catcaches = flags.GetList("catcaches");
   if (!catcaches.ok()) return catcaches.status();
@@ -114,13 +114,13 @@ std::string CatcacheUsage() {
       "Compares where a backend's catalog-cache buckets come from (palloc0, bss,\n"
       "expansible, mmap) for the PostgreSQL 9.0 and 17 syscaches: init cost with\n"
       "its page faults, the first queries after it (with rehashes), and memory held.\n\n",
-      FlagsHelp(kFlags));
+      FlagsHelp(kCatcacheFlags));
 }
 
 absl::Status RunCatcacheCommand(std::span<const std::string> args, std::ostream& out) {
-  absl::StatusOr<Flags> flags = Flags::Parse(args, kFlags);
+  absl::StatusOr<Flags> flags = Flags::Parse(args, kCatcacheFlags);
   if (!flags.ok()) return flags.status();
-  absl::StatusOr<catcache::StartupExperimentOptions> options = ParseOptions(*flags);
+  absl::StatusOr<catcache::StartupExperimentOptions> options = ParseCatcacheOptions(*flags);
   if (!options.ok()) return options.status();
   if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;
   absl::StatusOr<catcache::StartupExperimentResult> result = catcache::RunStartupExperiment(*options);

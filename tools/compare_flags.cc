@@ -20,7 +20,7 @@
 namespace backendlab::tools {
 namespace {
 
-constexpr FlagSpec kFlags[] = {
+constexpr FlagSpec kCompareFlags[] = {
     {"layouts", "array,bytes,hash", "refcount table layouts"},
     {"exit-checks", "always,assert", "exit-check policies"},
     {"kernel", "simd", "how the exit check scans array and bytes: naive (9.0's loop), word or simd"},
@@ -145,7 +145,7 @@ absl::StatusOr<lifecycle::CompareSpec> SpecFromFlags(const Flags& flags, const l
 
 }  // namespace
 
-std::span<const FlagSpec> CompareFlags() { return kFlags; }
+std::span<const FlagSpec> CompareFlags() { return kCompareFlags; }
 
 absl::StatusOr<CompareRequest> CompareFromFlags(const Flags& flags) {
   CompareRequest request;

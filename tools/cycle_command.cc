@@ -24,7 +24,7 @@
 namespace backendlab::tools {
 namespace {
 
-constexpr FlagSpec kFlags[] = {
+constexpr FlagSpec kCycleFlags[] = {
     {"mode", "fork", "fork: a postmaster forks a backend per connection; thread: a thread of one server process per connection; prefork: a pool of pre-forked backends, each reset between connections; inproc: no fork"},
     {"pool", "", "prefork mode: the pre-forked backends, at least --hold + --clients (default: --hold + --clients + 1)"},
     {"reap", "any", "fork mode: how the postmaster reaps its backends: any (waitpid(-1) until it returns 0, as PostgreSQL's postmaster does) or pidfd (each backend's pidfd in an epoll set, then wait4 on that pid alone)"},
@@ -57,18 +57,18 @@ std::string Us(double v) { return v < 0 ? "-" : absl::StrFormat(v >= 100 ? "%.0f
 
 }  // namespace
 
-std::span<const FlagSpec> CycleFlagSpecs() { return kFlags; }
+std::span<const FlagSpec> CycleFlagSpecs() { return kCycleFlags; }
 
 std::string CycleUsage() {
   return absl::StrCat(
       "usage: backendlab cycle [flags]\n"
       "Connect/disconnect loops (like pgbench -C) against a mock postmaster: connections/s,\n"
       "connect latency, and where each backend's life goes, phase by phase.\n\n",
-      FlagsHelp(kFlags));
+      FlagsHelp(kCycleFlags));
 }
 
 absl::Status RunCycleCommand(std::span<const std::string> args, std::ostream& out) {
-  absl::StatusOr<Flags> flags = Flags::Parse(args, kFlags);
+  absl::StatusOr<Flags> flags = Flags::Parse(args, kCycleFlags);
   if (!flags.ok()) return flags.status();
   absl::StatusOr<lifecycle::CycleOptions> options = CycleOptionsFromFlags(*flags);
   if (!options.ok()) return options.status();

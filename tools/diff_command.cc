@@ -29,7 +29,7 @@
 namespace backendlab::tools {
 namespace {
 
-constexpr FlagSpec kFlags[] = {
+constexpr FlagSpec kDiffFlags[] = {
     {"out", "backendlab-diff", "directory for diff.folded (stack A B) and diff.svg (the differential flame graph)"},
     {"connections", "", "A,B: the connections each profile covers; values are then per connection"},
     {"frequency", "", "with --connections: samples per second of CPU both were taken at (the sampler's --frequency, perf's -F); values are then us per connection"},
@@ -86,7 +86,7 @@ std::string DiffUsage() {
       "Two folded profiles of one workload, B set against A: a folded diff, a differential flame graph\n"
       "(red: grew, blue: shrank) and the functions that grew and shrank most. Values are per second of\n"
       "sampled CPU (each profile's samples over its total), or per connection with --connections.\n\n",
-      FlagsHelp(kFlags));
+      FlagsHelp(kDiffFlags));
 }
 
 namespace {
@@ -98,7 +98,7 @@ absl::Status RunDiff(std::span<const std::string> args, std::ostream& out, std::
   if (files.size() != 2) {
     return absl::InvalidArgumentError(absl::StrCat("give two folded files, A and B (", files.size(), " given)"));
   }
-  absl::StatusOr<Flags> flags = Flags::Parse(flag_args, kFlags);
+  absl::StatusOr<Flags> flags = Flags::Parse(flag_args, kDiffFlags);
   if (!flags.ok()) return flags.status();
   std::vector<std::string> names = {BaseName(files[0]), BaseName(files[1])};
   if (flags->Has("names")) {

@@ -7,7 +7,7 @@
 namespace backendlab::tools {
 namespace {
 
-constexpr FlagSpec kFlags[] = {
+constexpr FlagSpec kExportFlags[] = {
     {"pprof", "", "also write the profile as pprof's profile.proto, gzipped (go tool pprof, Parca, Pyroscope)"},
     {"speedscope", "", "also write the profile as speedscope JSON (speedscope.app, offline too)"},
     {"trace", "", "also write the first --trace-connections backends' phases as Chrome trace events (Perfetto UI, chrome://tracing)"},
@@ -16,7 +16,7 @@ constexpr FlagSpec kFlags[] = {
 
 }  // namespace
 
-std::span<const FlagSpec> ExportFlagSpecs() { return kFlags; }
+std::span<const FlagSpec> ExportFlagSpecs() { return kExportFlags; }
 
 absl::StatusOr<ExportRequest> ExportRequestFromFlags(const Flags& flags) {
   ExportRequest r;

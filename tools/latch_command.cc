@@ -19,7 +19,7 @@ namespace {
 
 using waits::LatchRow;
 
-constexpr FlagSpec kFlags[] = {
+constexpr FlagSpec kLatchFlags[] = {
     {"latches", "selfpipe-select,selfpipe-poll,signalfd-epoll,semaphore,eventfd-epoll,futex",
      "latch implementations to compare; the first is the baseline of the ratios"},
     {"rounds", "5", "interleaved rounds; medians are reported"},
@@ -30,7 +30,7 @@ constexpr FlagSpec kFlags[] = {
     {"csv", "", "also write the rows as CSV to this file"},
 };
 
-absl::StatusOr<waits::LatchExperimentOptions> ParseOptions(const Flags& flags) {
+absl::StatusOr<waits::LatchExperimentOptions> ParseLatchOptions(const Flags& flags) {
   waits::LatchExperimentOptions o;
   absl::StatusOr<std::vector<std::string>> latches = flags.GetList("latches");
   if (!latches.ok()) return latches.status();
@@ -112,13 +112,13 @@ std::string LatchUsage() {
       "per round trip; and what a SetLatch costs when its owner is busy, not asleep.\n"
       "Implementations: selfpipe-select, selfpipe-poll (2010), signalfd-epoll (PostgreSQL >= 14),\n"
       "semaphore, eventfd-epoll, futex.\n\n",
-      FlagsHelp(kFlags));
+      FlagsHelp(kLatchFlags));
 }
 
 absl::Status RunLatchCommand(std::span<const std::string> args, std::ostream& out) {
-  absl::StatusOr<Flags> flags = Flags::Parse(args, kFlags);
+  absl::StatusOr<Flags> flags = Flags::Parse(args, kLatchFlags);
   if (!flags.ok()) return flags.status();
-  absl::StatusOr<waits::LatchExperimentOptions> options = ParseOptions(*flags);
+  absl::StatusOr<waits::LatchExperimentOptions> options = ParseLatchOptions(*flags);
   if (!options.ok()) return options.status();
   if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;
   absl::StatusOr<waits::LatchExperimentResult> result = waits::RunLatchExperiment(*options);

@@ -19,7 +19,7 @@ namespace {
 using buffers::LayoutRow;
 using buffers::ScanKernel;
 
-constexpr FlagSpec kFlags[] = {
+constexpr FlagSpec kLayoutsFlags[] = {
     {"shared-buffers", "128MB,1GB,8GB,32GB", "shared_buffers sizes (NBuffers = size / 8kB)"},
     {"layouts", "array,bytes,hash", "refcount table layouts to compare"},
     {"kernel", "simd", "scan kernel of the exit check: naive, word or simd"},
@@ -28,7 +28,7 @@ constexpr FlagSpec kFlags[] = {
     {"csv", "", "also write the rows as CSV to this file"},
 };
 
-absl::StatusOr<buffers::LayoutExperimentOptions> ParseOptions(const Flags& flags) {
+absl::StatusOr<buffers::LayoutExperimentOptions> ParseLayoutsOptions(const Flags& flags) {
   buffers::LayoutExperimentOptions options;
   absl::StatusOr<std::vector<std::string>> sizes = flags.GetList("shared-buffers");
   if (!sizes.ok()) return sizes.status();
@@ -138,13 +138,13 @@ std::string LayoutsUsage() {
       "Compares the backend-private buffer refcount layouts (array, bytes, hash, hash-keys, array-touched):\n"
       "bytes per backend, pin+unpin cost, exit-check cost on a fresh table with its\n"
       "page faults, and warm-scan speed against a streaming-read baseline.\n\n",
-      FlagsHelp(kFlags));
+      FlagsHelp(kLayoutsFlags));
 }
 
 absl::Status RunLayoutsCommand(std::span<const std::string> args, std::ostream& out) {
-  absl::StatusOr<Flags> flags = Flags::Parse(args, kFlags);
+  absl::StatusOr<Flags> flags = Flags::Parse(args, kLayoutsFlags);
   if (!flags.ok()) return flags.status();
-  absl::StatusOr<buffers::LayoutExperimentOptions> options = ParseOptions(*flags);
+  absl::StatusOr<buffers::LayoutExperimentOptions> options = ParseLayoutsOptions(*flags);
   if (!options.ok()) return options.status();
   if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;
   absl::StatusOr<buffers::LayoutExperimentResult> result = buffers::RunLayoutExperiment(*options);

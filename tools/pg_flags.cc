@@ -18,7 +18,7 @@
 namespace backendlab::tools {
 namespace {
 
-constexpr FlagSpec kFlags[] = {
+constexpr FlagSpec kPgFlags[] = {
     {"bindir", "", "a PostgreSQL build's bin directory (default: Debian's PostgreSQL 15)"},
     {"pg-versions", "", "major versions, e.g. 15,17,18: Debian's where installed, else tools/fetch-postgres's"},
     {"shared-buffers", "", "shared_buffers of the servers, one server per size (default 128MB,8GB)"},
@@ -102,7 +102,7 @@ const std::string& WhatIfHelp() {
 
 std::span<const FlagSpec> PgFlags() {
   static const std::vector<FlagSpec> all = [] {
-    std::vector<FlagSpec> v(std::begin(kFlags), std::end(kFlags));
+    std::vector<FlagSpec> v(std::begin(kPgFlags), std::end(kPgFlags));
     for (FlagSpec& f : v) {
       if (f.name == "what-if") f.help = WhatIfHelp();
     }

@@ -20,7 +20,7 @@ namespace {
 
 using waits::WaitsRow;
 
-constexpr FlagSpec kFlags[] = {
+constexpr FlagSpec kWaitsFlags[] = {
     {"strategies", "per-call,long-lived,cached,poll", "wait strategies to compare"},
     {"pairs", "1,2,4,8", "client/backend pairs running at once (each value 1..64)"},
     {"transport", "unix", "unix (Unix-domain stream sockets) or tcp (loopback, 127.0.0.1)"},
@@ -32,7 +32,7 @@ constexpr FlagSpec kFlags[] = {
     {"csv", "", "also write the rows as CSV to this file"},
 };
 
-absl::StatusOr<waits::WaitsExperimentOptions> ParseOptions(const Flags& flags) {
+absl::StatusOr<waits::WaitsExperimentOptions> ParseWaitsOptions(const Flags& flags) {
   waits::WaitsExperimentOptions o;
   absl::StatusOr<std::vector<std::string>> strategies = flags.GetList("strategies");
   if (!strategies.ok()) return strategies.status();
@@ -125,13 +125,13 @@ std::string WaitsUsage() {
       "2018 WaitLatchOrSocket thread), poll. Round trips per second, latency, the\n"
       "backends' CPU and system calls per round trip, close()'s share, per strategy x\n"
       "pairs, with ratios to long-lived.\n\n",
-      FlagsHelp(kFlags));
+      FlagsHelp(kWaitsFlags));
 }
 
 absl::Status RunWaitsCommand(std::span<const std::string> args, std::ostream& out) {
-  absl::StatusOr<Flags> flags = Flags::Parse(args, kFlags);
+  absl::StatusOr<Flags> flags = Flags::Parse(args, kWaitsFlags);
   if (!flags.ok()) return flags.status();
-  absl::StatusOr<waits::WaitsExperimentOptions> options = ParseOptions(*flags);
+  absl::StatusOr<waits::WaitsExperimentOptions> options = ParseWaitsOptions(*flags);
   if (!options.ok()) return options.status();
   if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;
   absl::StatusOr<waits::WaitsExperimentResult> result = waits::RunWaitsExperiment(*options);

@@ -17,7 +17,7 @@
 namespace backendlab::tools {
 namespace {
 
-constexpr FlagSpec kFlags[] = {
+constexpr FlagSpec kXlogFlags[] = {
     {"variants", "per-lock,central-spinlock,central-atomic,per-lock-atomic", "ways to track the last important LSN"},
     {"workers", "1,2", "inserting threads (1..256)"},
     {"record-sizes", "32,200,8192", "record sizes in bytes (multiples of 8, 8..1048576)"},
@@ -51,7 +51,7 @@ absl::Status ParseInts(const Flags& flags, std::string_view name, int64_t min, i
   return absl::OkStatus();
 }
 
-absl::StatusOr<xlog::XlogExperimentOptions> ParseOptions(const Flags& flags) {
+absl::StatusOr<xlog::XlogExperimentOptions> ParseXlogOptions(const Flags& flags) {
   xlog::XlogExperimentOptions o;
   for (absl::Status s : {ParseNames(flags, "variants", xlog::ParseTracker, o.variants),
                          ParseInts(flags, "workers", 1, xlog::kMaxWorkers, o.workers),
@@ -86,13 +86,13 @@ std::string XlogUsage() {
       "WAL insert locks and the last important record LSN: records/s, insert latency and the\n"
       "reader's cost for per-lock (PostgreSQL), central-spinlock, central-atomic and per-lock-atomic,\n"
       "interleaved, with ratios to per-lock, and a contention model past two cores (labelled a model).\n\n",
-      FlagsHelp(kFlags));
+      FlagsHelp(kXlogFlags));
 }
 
 absl::Status RunXlogCommand(std::span<const std::string> args, std::ostream& out) {
-  absl::StatusOr<Flags> flags = Flags::Parse(args, kFlags);
+  absl::StatusOr<Flags> flags = Flags::Parse(args, kXlogFlags);
   if (!flags.ok()) return flags.status();
-  absl::StatusOr<xlog::XlogExperimentOptions> options = ParseOptions(*flags);
+  absl::StatusOr<xlog::XlogExperimentOptions> options = ParseXlogOptions(*flags);
   if (!options.ok()) return options.status();
   if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;
   absl::StatusOr<xlog::XlogExperimentResult> result = xlog::RunXlogExperiment(*options);

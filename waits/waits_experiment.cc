@@ -64,13 +64,13 @@ struct PairShared {
 };
 
 // The settings of one run that its children read.
-struct RunSpec {
+struct WaitsRunSpec {
   int64_t counted_round_trips = 0;  // > 0: a counting pass of exactly this many per pair; 0: timed
   std::vector<std::string> count_names;
   int death_fd = -1;
 };
 
-struct RunFigures {
+struct WaitsRunFigures {
   double round_trips_per_second = 0;
   double user_us = 0, sys_us = 0, waits = 0, close_us = 0, close_share = 0;
   SyscallsPerOp syscalls;
@@ -178,7 +178,7 @@ int Remote(ChildReport& r, int sock) {
 // shape each is forwarded to `remote` and its answer awaited through
 // `remote_set` (the strategy measured) before the client gets it.
 template <WaitSet Front, WaitSet Back>
-int Serve(Front& front_set, int front, Back* remote_set, int remote, ChildReport& r, const RunSpec& spec,
+int Serve(Front& front_set, int front, Back* remote_set, int remote, ChildReport& r, const WaitsRunSpec& spec,
           std::optional<LoopCounters>& counters) {
   char request[kRequestBytes];
   char response[kResponseBytes] = {};
@@ -219,7 +219,7 @@ int Serve(Front& front_set, int front, Back* remote_set, int remote, ChildReport
 // shape the strategy waits on the client's socket; in the fdw shape on the
 // remote's, and the client's socket has PostgreSQL's own FeBeWaitSet.
 template <WaitSet S>
-int Backend(PairShared& pair, ChildReport& r, int front, int remote, const RunSpec& spec) {
+int Backend(PairShared& pair, ChildReport& r, int front, int remote, const WaitsRunSpec& spec) {
   absl::StatusOr<BackendLatch> latch = BackendLatch::Own(pair.latch, spec.death_fd);
   if (!latch.ok()) {
     r.Fail(absl::StrCat("backend: ", latch.status().message()));
@@ -294,8 +294,8 @@ absl::Status Listen(UniqueFd& listener, sockaddr_in& address, int backlog) {
 }
 
 template <WaitSet S>
-absl::Status RunPairs(const WaitsExperimentOptions& options, int pairs, const RunSpec& base, Histogram* latency_ns,
-                      RunFigures& out) {
+absl::Status RunPairs(const WaitsExperimentOptions& options, int pairs, const WaitsRunSpec& base, Histogram* latency_ns,
+                      WaitsRunFigures& out) {
   const bool counting = base.counted_round_trips > 0;
   const size_t roles = options.shape == Shape::kFdw ? 3 : 2;
   absl::StatusOr<SharedArray<RunShared>> run_memory = SharedArray<RunShared>::Create(1);
@@ -312,7 +312,7 @@ absl::Status RunPairs(const WaitsExperimentOptions& options, int pairs, const Ru
   }
   absl::StatusOr<PostmasterDeathPipe> death = PostmasterDeathPipe::Create();
   if (!death.ok()) return death.status();
-  RunSpec spec = base;
+  WaitsRunSpec spec = base;
   spec.death_fd = death->watch_fd();
   UniqueFd listener;
   sockaddr_in address{};
@@ -412,8 +412,8 @@ absl::Status RunPairs(const WaitsExperimentOptions& options, int pairs, const Ru
   return absl::OkStatus();
 }
 
-absl::Status RunOne(const WaitsExperimentOptions& options, WaitStrategy strategy, int pairs, const RunSpec& spec,
-                    Histogram* latency_ns, RunFigures& out) {
+absl::Status RunOne(const WaitsExperimentOptions& options, WaitStrategy strategy, int pairs, const WaitsRunSpec& spec,
+                    Histogram* latency_ns, WaitsRunFigures& out) {
   return WithWaitStrategy<BackendLatch>(strategy, [&]<WaitSet S>() {
     return RunPairs<S>(options, pairs, spec, latency_ns, out);
   });
@@ -455,11 +455,11 @@ absl::StatusOr<WaitsExperimentResult> RunWaitsExperiment(const WaitsExperimentOp
     for (int p : options.pairs) configs.push_back({s, p});
   }
   const size_t n = configs.size();
-  std::vector<std::vector<RunFigures>> runs(n);
+  std::vector<std::vector<WaitsRunFigures>> runs(n);
   std::vector<Histogram> latencies(n);
-  const RunSpec timed;
+  const WaitsRunSpec timed;
   absl::Status status = RunInterleaved("waits", options.rounds, n, [&](size_t i, int64_t) -> absl::Status {
-    RunFigures f;
+    WaitsRunFigures f;
     absl::Status s = RunOne(options, configs[i].strategy, configs[i].pairs, timed, &latencies[i], f);
     if (s.ok()) runs[i].push_back(std::move(f));
     return s;
@@ -467,14 +467,14 @@ absl::StatusOr<WaitsExperimentResult> RunWaitsExperiment(const WaitsExperimentOp
   if (!status.ok()) return status;
 
   WaitsExperimentResult result;
-  std::vector<RunFigures> counted(n);
+  std::vector<WaitsRunFigures> counted(n);
   std::vector<std::string> names;
   if (options.count_syscalls) {
     result.syscalls_status = profiling::PerfEventAvailability(profiling::PerfEvent::kSyscalls);
     if (result.syscalls_status.ok()) names = internal::AvailableSyscallKinds(kWaitSyscallKinds);
   }
   if (!names.empty()) {
-    RunSpec spec;
+    WaitsRunSpec spec;
     spec.count_names = names;
     spec.counted_round_trips = options.counted_round_trips;
     // Held open here for the whole pass, so that each tracepoint stays
@@ -490,14 +490,14 @@ absl::StatusOr<WaitsExperimentResult> RunWaitsExperiment(const WaitsExperimentOp
     WaitsRow row;
     row.strategy = configs[i].strategy;
     row.pairs = configs[i].pairs;
-    for (const RunFigures& f : runs[i]) row.round_trips_per_second_by_round.push_back(f.round_trips_per_second);
+    for (const WaitsRunFigures& f : runs[i]) row.round_trips_per_second_by_round.push_back(f.round_trips_per_second);
     row.round_trips_per_second = Summarize(row.round_trips_per_second_by_round);
     row.round_trip_us = latencies[i].Summarize(1e-3);
-    row.user_us = MedianOf(runs[i], [](const RunFigures& f) { return f.user_us; });
-    row.sys_us = MedianOf(runs[i], [](const RunFigures& f) { return f.sys_us; });
-    row.waits = MedianOf(runs[i], [](const RunFigures& f) { return f.waits; });
-    row.close_us = MedianOf(runs[i], [](const RunFigures& f) { return f.close_us; });
-    row.close_share = MedianOf(runs[i], [](const RunFigures& f) { return f.close_share; });
+    row.user_us = MedianOf(runs[i], [](const WaitsRunFigures& f) { return f.user_us; });
+    row.sys_us = MedianOf(runs[i], [](const WaitsRunFigures& f) { return f.sys_us; });
+    row.waits = MedianOf(runs[i], [](const WaitsRunFigures& f) { return f.waits; });
+    row.close_us = MedianOf(runs[i], [](const WaitsRunFigures& f) { return f.close_us; });
+    row.close_share = MedianOf(runs[i], [](const WaitsRunFigures& f) { return f.close_share; });
     if (!names.empty()) row.syscalls = counted[i].syscalls;
     result.rows.push_back(std::move(row));
   }

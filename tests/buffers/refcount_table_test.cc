@@ -27,7 +27,7 @@ using test_util::CountOrMinusOne;
 using test_util::OverflowEntriesOf;
 using test_util::PinTimes;
 
-constexpr uint32_t kN = 1000;
+constexpr uint32_t kTableBuffers = 1000;
 constexpr int32_t kInt32Max = std::numeric_limits<int32_t>::max();
 
 template <typename T>
@@ -51,18 +51,18 @@ TYPED_TEST(RefCountTableTest, CreateRejectsZeroAndAboveTheLimit) {
 }
 
 TYPED_TEST(RefCountTableTest, PinAndUnpinCountPerBuffer) {
-  absl::StatusOr<TypeParam> table = TypeParam::Create(kN);
+  absl::StatusOr<TypeParam> table = TypeParam::Create(kTableBuffers);
   ASSERT_TRUE(table.ok()) << table.status();
-  EXPECT_EQ(table->nbuffers(), kN);
+  EXPECT_EQ(table->nbuffers(), kTableBuffers);
   EXPECT_EQ(table->HeldCount(), 0u);
 
   ASSERT_TRUE(table->Pin(3).ok());
   ASSERT_TRUE(table->Pin(3).ok());
   ASSERT_TRUE(table->Pin(0).ok());
-  ASSERT_TRUE(table->Pin(kN - 1).ok());
+  ASSERT_TRUE(table->Pin(kTableBuffers - 1).ok());
   EXPECT_EQ(CountOrMinusOne(*table, 3), 2);
   EXPECT_EQ(CountOrMinusOne(*table, 0), 1);
-  EXPECT_EQ(CountOrMinusOne(*table, kN - 1), 1);
+  EXPECT_EQ(CountOrMinusOne(*table, kTableBuffers - 1), 1);
   EXPECT_EQ(CountOrMinusOne(*table, 4), 0);
   EXPECT_EQ(table->HeldCount(), 3u);
 
@@ -72,20 +72,20 @@ TYPED_TEST(RefCountTableTest, PinAndUnpinCountPerBuffer) {
   ASSERT_TRUE(table->Unpin(3).ok());
   EXPECT_EQ(CountOrMinusOne(*table, 3), 0);
   EXPECT_EQ(table->HeldCount(), 2u);
-  const std::vector<Leak> expected = {{0, 1}, {kN - 1, 1}};
+  const std::vector<Leak> expected = {{0, 1}, {kTableBuffers - 1, 1}};
   EXPECT_EQ(table->FindLeaks(ScanKernel::kNaive), expected);
 }
 
 // With more than 8 buffers held, so `hash` takes its overflow path too.
 TYPED_TEST(RefCountTableTest, UnpinOfUnpinnedBufferIsFailedPreconditionAndChangesNothing) {
-  absl::StatusOr<TypeParam> table = TypeParam::Create(kN);
+  absl::StatusOr<TypeParam> table = TypeParam::Create(kTableBuffers);
   ASSERT_TRUE(table.ok()) << table.status();
   for (int held : {0, 1, 8, 12}) {
     SCOPED_TRACE(held);
     table->ReleaseAll();
     for (BufferId b = 0; b < static_cast<BufferId>(held); ++b) ASSERT_TRUE(PinTimes(*table, b * 7, b + 1));
     const std::vector<Leak> before = table->FindLeaks(ScanKernel::kNaive);
-    for (BufferId b : {BufferId{1}, BufferId{500}, kN - 1}) {
+    for (BufferId b : {BufferId{1}, BufferId{500}, kTableBuffers - 1}) {
       const absl::Status s = table->Unpin(b);
       EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
       EXPECT_NE(std::string(s.message()).find(std::to_string(b)), std::string::npos) << s;
@@ -96,10 +96,10 @@ TYPED_TEST(RefCountTableTest, UnpinOfUnpinnedBufferIsFailedPreconditionAndChange
 }
 
 TYPED_TEST(RefCountTableTest, BufferIdsFromNBuffersUpAreOutOfRange) {
-  absl::StatusOr<TypeParam> table = TypeParam::Create(kN);
+  absl::StatusOr<TypeParam> table = TypeParam::Create(kTableBuffers);
   ASSERT_TRUE(table.ok()) << table.status();
   ASSERT_TRUE(table->Pin(5).ok());
-  for (BufferId b : {kN, kN + 1, kMaxNBuffers, std::numeric_limits<BufferId>::max()}) {
+  for (BufferId b : {kTableBuffers, kTableBuffers + 1, kMaxNBuffers, std::numeric_limits<BufferId>::max()}) {
     SCOPED_TRACE(b);
     EXPECT_TRUE(absl::IsOutOfRange(table->Pin(b)));
     EXPECT_TRUE(absl::IsOutOfRange(table->Unpin(b)));
@@ -136,10 +136,10 @@ TYPED_TEST(RefCountTableTest, BuffersSharingLowBitsStayDistinct) {
 }
 
 TYPED_TEST(RefCountTableTest, FindLeaksIsAscendingAndExactForEveryKernel) {
-  absl::StatusOr<TypeParam> table = TypeParam::Create(kN);
+  absl::StatusOr<TypeParam> table = TypeParam::Create(kTableBuffers);
   ASSERT_TRUE(table.ok()) << table.status();
   // Pinned in descending order, with counts crossing 255 for `bytes`.
-  const std::vector<Leak> planted = {{kN - 1, 3}, {700, 300}, {512, 1}, {64, 255}, {63, 254}, {9, 2},
+  const std::vector<Leak> planted = {{kTableBuffers - 1, 3}, {700, 300}, {512, 1}, {64, 255}, {63, 254}, {9, 2},
                                      {8, 1},      {7, 7},     {1, 1},   {0, 1000}};
   for (const Leak& leak : planted) ASSERT_TRUE(PinTimes(*table, leak.buffer, leak.count));
   const std::vector<Leak> expected(planted.rbegin(), planted.rend());
@@ -150,7 +150,7 @@ TYPED_TEST(RefCountTableTest, FindLeaksIsAscendingAndExactForEveryKernel) {
 }
 
 TYPED_TEST(RefCountTableTest, ReleaseAllLeavesAnEmptyReusableTable) {
-  absl::StatusOr<TypeParam> table = TypeParam::Create(kN);
+  absl::StatusOr<TypeParam> table = TypeParam::Create(kTableBuffers);
   ASSERT_TRUE(table.ok()) << table.status();
   table->ReleaseAll();  // on an empty table: harmless
   EXPECT_EQ(table->HeldCount(), 0u);
@@ -172,12 +172,12 @@ TYPED_TEST(RefCountTableTest, ReleaseAllLeavesAnEmptyReusableTable) {
 }
 
 TYPED_TEST(RefCountTableTest, MovedTableKeepsItsCounts) {
-  absl::StatusOr<TypeParam> table = TypeParam::Create(kN);
+  absl::StatusOr<TypeParam> table = TypeParam::Create(kTableBuffers);
   ASSERT_TRUE(table.ok()) << table.status();
   for (BufferId b = 0; b < 10; ++b) ASSERT_TRUE(PinTimes(*table, b * 3, b + 1));
   ASSERT_TRUE(PinTimes(*table, 500, 256));
   TypeParam moved = *std::move(table);
-  EXPECT_EQ(moved.nbuffers(), kN);
+  EXPECT_EQ(moved.nbuffers(), kTableBuffers);
   EXPECT_EQ(moved.HeldCount(), 11u);
   for (BufferId b = 0; b < 10; ++b) EXPECT_EQ(CountOrMinusOne(moved, b * 3), int64_t{b} + 1);
   EXPECT_EQ(CountOrMinusOne(moved, 500), 256);
@@ -197,7 +197,7 @@ using SeamLayoutTypes = ::testing::Types<ArrayRefCount, ByteRefCount, HashKeysRe
 TYPED_TEST_SUITE(CountOverflowTest, SeamLayoutTypes, test_util::LayoutTypeName);
 
 TYPED_TEST(CountOverflowTest, PinPastInt32MaxIsResourceExhaustedAndLeavesTheCount) {
-  absl::StatusOr<TypeParam> table = TypeParam::Create(kN);
+  absl::StatusOr<TypeParam> table = TypeParam::Create(kTableBuffers);
   ASSERT_TRUE(table.ok()) << table.status();
   table->SetCountForTesting(7, kInt32Max - 1);
   ASSERT_TRUE(table->Pin(7).ok());
@@ -215,7 +215,7 @@ TYPED_TEST(CountOverflowTest, PinPastInt32MaxIsResourceExhaustedAndLeavesTheCoun
 // `bytes`: counts below 255 live in the byte, 255 and above in the map, exact
 // at every count on the way up to 65537 and back down to 0.
 TEST(ByteRefCountTest, CountsAreExactAcrossTheByteAndSixteenBitBoundaries) {
-  absl::StatusOr<ByteRefCount> table = ByteRefCount::Create(kN);
+  absl::StatusOr<ByteRefCount> table = ByteRefCount::Create(kTableBuffers);
   ASSERT_TRUE(table.ok()) << table.status();
   constexpr BufferId kB = 321;
   constexpr int32_t kTop = 65'537;
@@ -236,7 +236,7 @@ TEST(ByteRefCountTest, CountsAreExactAcrossTheByteAndSixteenBitBoundaries) {
 }
 
 TEST(ByteRefCountTest, NamedBoundaryCounts) {
-  absl::StatusOr<ByteRefCount> table = ByteRefCount::Create(kN);
+  absl::StatusOr<ByteRefCount> table = ByteRefCount::Create(kTableBuffers);
   ASSERT_TRUE(table.ok()) << table.status();
   struct Case {
     int32_t count;
@@ -261,7 +261,7 @@ TEST(ByteRefCountTest, NamedBoundaryCounts) {
 }
 
 TEST(ByteRefCountTest, SetCountForTestingKeepsTheOverflowInvariant) {
-  absl::StatusOr<ByteRefCount> table = ByteRefCount::Create(kN);
+  absl::StatusOr<ByteRefCount> table = ByteRefCount::Create(kTableBuffers);
   ASSERT_TRUE(table.ok()) << table.status();
   table->SetCountForTesting(4, 300);
   EXPECT_EQ(CountOrMinusOne(*table, 4), 300);
@@ -276,19 +276,19 @@ TEST(ByteRefCountTest, SetCountForTestingKeepsTheOverflowInvariant) {
 }
 
 TEST(HashRefCountTest, MoreThanEightDistinctBuffersOverflowTheInlineEntries) {
-  absl::StatusOr<HashRefCount> table = HashRefCount::Create(kN);
+  absl::StatusOr<HashRefCount> table = HashRefCount::Create(kTableBuffers);
   ASSERT_TRUE(table.ok()) << table.status();
   for (BufferId b = 0; b < 8; ++b) ASSERT_TRUE(table->Pin(b * 11).ok());
   EXPECT_EQ(table->OverflowEntries(), 0u);
   EXPECT_EQ(table->HeldCount(), 8u);
   // While pins only grow, the 8 inline entries stay full and the rest overflow.
   for (BufferId b = 8; b < 100; ++b) {
-    ASSERT_TRUE(table->Pin(b * 11 % kN).ok());
+    ASSERT_TRUE(table->Pin(b * 11 % kTableBuffers).ok());
     ASSERT_EQ(table->HeldCount(), b + 1);
     ASSERT_EQ(table->OverflowEntries(), b + 1 - 8);
   }
-  for (BufferId b = 0; b < 100; ++b) EXPECT_EQ(CountOrMinusOne(*table, b * 11 % kN), 1);
-  for (BufferId b = 0; b < 100; ++b) ASSERT_TRUE(table->Unpin(b * 11 % kN).ok());
+  for (BufferId b = 0; b < 100; ++b) EXPECT_EQ(CountOrMinusOne(*table, b * 11 % kTableBuffers), 1);
+  for (BufferId b = 0; b < 100; ++b) ASSERT_TRUE(table->Unpin(b * 11 % kTableBuffers).ok());
   EXPECT_EQ(table->HeldCount(), 0u);
   EXPECT_EQ(table->OverflowEntries(), 0u);
   EXPECT_TRUE(table->FindLeaks(ScanKernel::kNaive).empty());
@@ -301,7 +301,7 @@ TEST(HashRefCountTest, PinOfAnOverflowedBufferMovesItBackInline) {
   constexpr BufferId kBuffers[] = {2, 30, 31, 77, 100, 256, 513, 900, 999};
   for (BufferId dropped : kBuffers) {
     SCOPED_TRACE(dropped);
-    absl::StatusOr<HashRefCount> table = HashRefCount::Create(kN);
+    absl::StatusOr<HashRefCount> table = HashRefCount::Create(kTableBuffers);
     ASSERT_TRUE(table.ok()) << table.status();
     std::vector<Leak> held;
     for (size_t i = 0; i < std::size(kBuffers); ++i) {

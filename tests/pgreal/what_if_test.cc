@@ -175,16 +175,16 @@ TEST(WhatIfLibraries, EachRemovesItselfFromLdPreloadOnceLoaded) {
 }
 
 // A profile of `samples` backend stacks, each under its phase.
-struct Stack {
+struct SampledStack {
   std::vector<std::string> frames;
   std::string phase;
   int64_t samples;
 };
-ServerProfile ProfileOf(const std::vector<Stack>& stacks) {
+ServerProfile ProfileOf(const std::vector<SampledStack>& stacks) {
   ServerProfile p;
   for (const NamedValue<RealPhase>& phase : kRealPhaseNames) p.phases.push_back({std::string(phase.name), 0});
   p.phases.push_back({std::string(kUnclaimed), 0});
-  for (const Stack& s : stacks) {
+  for (const SampledStack& s : stacks) {
     std::vector<std::string> rooted = {std::string(kBackendRole)};
     rooted.insert(rooted.end(), s.frames.begin(), s.frames.end());
     p.stacks.Add(rooted, s.samples);
