@@ -143,10 +143,17 @@ struct Precision {
 // 95 %: precision never ends a run sooner.
 inline constexpr int64_t kMinPreciseRounds = 6;
 
+// What ended a run under a Precision: its count of rounds, its time (a
+// round that would have ended past max_time was not begun), or its
+// precision (every ratio within half_width before the count). A report
+// says which: an interval read at a stop the data chose is not one of a
+// count fixed beforehand.
+enum class RoundsEnd { kCount, kTime, kPrecision };
+
 // How a run under a Precision ended.
 struct PreciseRun {
   int64_t rounds = 0;            // rounds run to their end
-  bool timed_out = false;        // max_time ended it before its count or its precision
+  RoundsEnd ended_by = RoundsEnd::kCount;
   absl::Duration elapsed;        // of the rounds
   absl::Duration statistics;     // of the precision checks: what asking cost
 };
@@ -168,13 +175,14 @@ absl::Status RunUntilPrecise(std::string_view name, const RoundPlan& plan, const
     round_start = now;
     run.rounds = round + 1;
     if (run.rounds < plan.rounds && now - start + last > precision.max_time) {
-      run.timed_out = true;
+      run.ended_by = RoundsEnd::kTime;
       return false;
     }
-    if (precision.half_width <= 0 || run.rounds < kMinPreciseRounds) return true;
+    if (precision.half_width <= 0 || run.rounds < kMinPreciseRounds || run.rounds >= plan.rounds) return true;
     const absl::Time t0 = absl::Now();
     const bool precise = worst_half_width() <= precision.half_width;
     run.statistics += absl::Now() - t0;
+    if (precise) run.ended_by = RoundsEnd::kPrecision;
     return !precise;
   });
   run.elapsed = absl::Now() - start;

@@ -111,6 +111,7 @@ nlohmann::json CompareHeader(const CompareRequest& request, const lifecycle::Com
   header["precise"] = stats.precise;
   header["worst_half_width_percent"] = 100 * stats.worst_half_width;
   header["max_time_s"] = absl::ToDoubleSeconds(request.run.precision.max_time);
+  header["rounds_ended_by"] = RoundsEndedName(run.ended_by);
   header["elapsed_s"] = absl::ToDoubleSeconds(run.elapsed);
   header["statistics_s"] = absl::ToDoubleSeconds(statistics_time);
   header["baseline"] = matrix.baseline_label;
@@ -222,6 +223,7 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
                          "%d connections each per round, %.0f s\n",
                          matrix.configs.size() + targets.size(), stats.rounds, matrix.clients.size() == 1 ? "" : " and clients",
                          request->run.seed, request->base.connections, absl::ToDoubleSeconds(run->elapsed));
+  out << RoundsEndedLine(*run, request->run.rounds) << "\n";
   const std::string every = EveryConfigurationLine(*request);
   out << "every configuration: " << every << "\n";
   out << MachineLine(header) << "\n\n";

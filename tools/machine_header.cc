@@ -1,4 +1,5 @@
-// Report header: what machine and build produced the figures.
+// Report header: what machine and build produced the figures, and why the
+// rounds ended.
 #include "tools/machine_header.h"
 
 #include "absl/strings/str_cat.h"
@@ -23,6 +24,18 @@ std::string MachineLine(const nlohmann::json& header) {
   return absl::StrCat("machine: ", m["cpu_model"].get<std::string>(), ", ", m["cores"].get<int>(), " cores, ",
                       m["kernel"].get<std::string>(), ", THP ", m["transparent_hugepages"].get<std::string>(),
                       "; build ", header["build_type"].get<std::string>());
+}
+
+std::string RoundsEndedLine(const PreciseRun& run, int64_t max_rounds) {
+  switch (run.ended_by) {
+    case RoundsEnd::kPrecision:
+      return absl::StrCat("rounds: ended on precision after ", run.rounds, " rounds (of --rounds=", max_rounds, ")");
+    case RoundsEnd::kTime:
+      return absl::StrCat("rounds: --max-time ended the rounds after ", run.rounds, " (of --rounds=", max_rounds, ")");
+    case RoundsEnd::kCount:
+      break;
+  }
+  return absl::StrCat("rounds: --rounds ended the rounds after ", run.rounds);
 }
 
 }  // namespace backendlab::tools

@@ -2,8 +2,12 @@
 #ifndef BACKENDLAB_TOOLS_MACHINE_HEADER_H_
 #define BACKENDLAB_TOOLS_MACHINE_HEADER_H_
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 
+#include "base/interleaved.h"
+#include "base/names.h"
 #include "nlohmann/json.hpp"
 
 namespace backendlab::tools {
@@ -13,6 +17,16 @@ namespace backendlab::tools {
 nlohmann::json MachineHeader();
 // One line for the text report: "machine: AMD EPYC, 2 cores, Linux 6.1; build Release".
 std::string MachineLine(const nlohmann::json& header);
+
+// Why the rounds of a command that runs them until a precision (compare,
+// pg) ended, for its header: the JSON value of "rounds_ended_by" (the key
+// of what ended them), and a line of text: "rounds: ended on precision
+// after 12 rounds (of --rounds=200)", "rounds: --max-time ended the rounds
+// after 9 (of --rounds=200)", "rounds: --rounds ended the rounds after 3".
+inline constexpr NamedValue<RoundsEnd> kRoundsEndNames[] = {
+    {RoundsEnd::kCount, "rounds"}, {RoundsEnd::kTime, "max_time"}, {RoundsEnd::kPrecision, "precision"}};
+inline std::string_view RoundsEndedName(RoundsEnd end) { return NameOf(end, kRoundsEndNames); }
+std::string RoundsEndedLine(const PreciseRun& run, int64_t max_rounds);
 
 }  // namespace backendlab::tools
 

@@ -85,6 +85,7 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& termi
                                                        : absl::StrCat(absl::ToInt64Milliseconds(options->loop.duration), " ms"),
                          result->run.rounds, options->seed, options->loop.query.empty() ? ", no query" : ", a query per connection",
                          absl::ToDoubleSeconds(result->run.elapsed));
+  out << RoundsEndedLine(result->run, options->rounds) << "\n";
   out << MachineLine(header) << "\n";
   for (const pgreal::Installation& i : options->installations) {
     out << "PostgreSQL " << i.version << ": " << i.build << ", " << i.bindir << "\n";
@@ -126,6 +127,7 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& termi
   header["max_time_s"] = options->precision.max_time == absl::InfiniteDuration()
                              ? nlohmann::json(nullptr)
                              : nlohmann::json(absl::ToDoubleSeconds(options->precision.max_time));
+  header["rounds_ended_by"] = RoundsEndedName(result->run.ended_by);
   header["elapsed_s"] = absl::ToDoubleSeconds(result->run.elapsed);
   header["statistics_s"] = absl::ToDoubleSeconds(result->run.statistics);
   header["query"] = options->loop.query;

@@ -170,7 +170,7 @@ void PrintPgNotes(const pgreal::PgResult& result, const pgreal::PgRunOptions& op
                            100 * options.precision.half_width, precise ? "reached" : "NOT reached", result.run.rounds,
                            100 * result.worst_half_width)
         << (precise ? "" : "; * marks each ratio short of it (raise --rounds, --max-time or --connections)")
-        << (result.run.timed_out ? "; --max-time ended the rounds" : "") << "\n";
+        << (result.run.ended_by == RoundsEnd::kTime ? "; --max-time ended the rounds" : "") << "\n";
   }
   if (!options.via.empty()) {
     out << "through a pooler: server columns are per client connection, the pooled backends' whole lives included;\n"

@@ -113,7 +113,8 @@ TEST(InterleavedTest, AfterRoundCanEndTheRoundsEarly) {
 
 // RunUntilPrecise: precision is first asked after round 6 and ends the run
 // at the first answer within it; with none asked every round runs; a
-// max_time shorter than a round ends the run after its first round.
+// max_time shorter than a round ends the run after its first round. Each
+// run says which ended it; the last round is the count's, not asked.
 TEST(InterleavedTest, RunUntilPreciseStopsAtThePrecisionOrTheTime) {
   ResetStopRequestForTesting();
   int runs = 0;
@@ -126,13 +127,20 @@ TEST(InterleavedTest, RunUntilPreciseStopsAtThePrecisionOrTheTime) {
   EXPECT_EQ(run.rounds, 8);
   EXPECT_EQ(asked, 3u) << "asked after rounds 6, 7 and 8 only";
   EXPECT_EQ(runs, 24);
-  EXPECT_FALSE(run.timed_out);
+  EXPECT_EQ(run.ended_by, RoundsEnd::kPrecision);
+
+  asked = 0;
+  ASSERT_TRUE(RunUntilPrecise("test", 8, Precision{0.02}, 3, measure, widest, run).ok());
+  EXPECT_EQ(run.rounds, 8);
+  EXPECT_EQ(asked, 2u) << "asked after rounds 6 and 7: the 8th ends on the count whatever the answer";
+  EXPECT_EQ(run.ended_by, RoundsEnd::kCount);
 
   runs = 0;
   asked = 0;
   ASSERT_TRUE(RunUntilPrecise("test", 9, Precision{}, 3, measure, widest, run).ok());
   EXPECT_EQ(run.rounds, 9);
   EXPECT_EQ(asked, 0u) << "no precision asked: never asked";
+  EXPECT_EQ(run.ended_by, RoundsEnd::kCount);
 
   runs = 0;
   auto slow = [&](size_t, int64_t) {
@@ -141,7 +149,7 @@ TEST(InterleavedTest, RunUntilPreciseStopsAtThePrecisionOrTheTime) {
   };
   ASSERT_TRUE(RunUntilPrecise("test", 9, Precision{0, absl::Nanoseconds(1)}, 2, slow, widest, run).ok());
   EXPECT_EQ(run.rounds, 1);
-  EXPECT_TRUE(run.timed_out);
+  EXPECT_EQ(run.ended_by, RoundsEnd::kTime);
   EXPECT_EQ(runs, 2);
   EXPECT_GE(run.elapsed, absl::Milliseconds(2));
 }

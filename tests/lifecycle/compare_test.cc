@@ -261,7 +261,7 @@ TEST(CompareRunTest, EveryConfigurationAndCompanionOncePerRound) {
   absl::StatusOr<PreciseRun> run = RunCompare(*m, companions, options);
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(run->rounds, 3);
-  EXPECT_FALSE(run->timed_out);
+  EXPECT_EQ(run->ended_by, RoundsEnd::kCount);
   EXPECT_EQ(measured, 3);
   for (const CompareConfig& c : m->configs) {
     EXPECT_EQ(c.rates.size(), 3u) << c.label;

@@ -76,6 +76,9 @@ TEST_F(PgCliTest, RunsARealServerAndReportsItsCostsPerConnection) {
     EXPECT_TRUE(verdict == "faster" || verdict == "slower" || verdict == "~") << verdict;
   }
   EXPECT_EQ(j["header"]["settings"]["max_connections"], "7") << "clients + 5";
+  // Two servers, every ratio held to the default precision: two rounds are too few for it.
+  EXPECT_EQ(j["header"].value("rounds_ended_by", ""), "rounds") << j["header"].dump();
+  EXPECT_NE(r.out.find("rounds: --rounds ended the rounds after 2\n"), std::string::npos) << r.out;
   ExpectNoServerLeft();
 }
 
