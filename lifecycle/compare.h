@@ -108,7 +108,9 @@ struct CompareConfig {
   std::string label;
   std::vector<double> rates;               // conn/s, one per round
   std::vector<ServerUsage> server_rounds;  // the whole server's usage, one per round
-  std::vector<double> exit_check_us;       // the exit check's median wall time, one per round
+  // The exit check's median wall time, one per round, read off its
+  // histogram (base/histogram.h): bucketed, so rounds may agree exactly.
+  std::vector<double> exit_check_us;
   std::vector<double> hold_open_ms;        // with a hold: the time to open the held connections, one per round
   std::vector<ProcessMemory> held_memory;  // with a hold: the median held backend's memory, one per round it was read
   CycleResult merged;                      // the records of every round, for the summary

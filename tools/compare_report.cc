@@ -102,7 +102,7 @@ Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std
         .Set("exit_check_us", exit.wall_us.median)
         .Set("exit_check_minor_faults", exit.minor_faults)
         .Set("exit_check_share", OptionalCell(r.exit_check_share_percent))
-        .Set("exit_check_us_vs_baseline", RatioOf(r.exit_vs_baseline, r.is_baseline, 0))
+        .Set("exit_check_us_vs_baseline", Bucketed(RatioOf(r.exit_vs_baseline, r.is_baseline, 0)))  // of histogram medians
         .Set("server_cpu_us_vs_fewest_held", RatioOf(r.cpu_vs_fewest_held, fewest, 0))
         .Set("connections_per_second_vs_fewest_held", RatioOf(r.rate_vs_fewest_held, fewest, 0))
         .Set("hold_open_ms", r.hold_open_ms ? Cell(EstimateOf(*r.hold_open_ms)) : Cell(std::monostate{}))
@@ -148,6 +148,7 @@ void PrintCompareNotes(const CompareMatrix& matrix, const CompareStats& stats, b
          "faster or slower where the interval excludes 1, ~ where it covers 1 (no difference this run\n"
          "can resolve). x floor: conn/s over the bare fork+exit+wait rate measured in the same runs;\n"
          "exit: the exit check's median us, faults and share of a backend's CPU.\n";
+  out << "exit vs base " << BucketedLegend() << ".\n";
   if (matrix.modes.size() > 1) {
     out << "modes: a " << lifecycle::ModeName(matrix.modes.front())
         << " row's vs base is against " << matrix.baseline_label

@@ -106,7 +106,7 @@ Report PgTable(const pgreal::PgResult& result, double precision) {
         .Set("connect_us_p99", connect.p99)
         .Set("client_cpu_us", EstimateOf(client.cpu_us))
         .Set("client_cpu_us_vs_baseline", RatioCell(client.cpu_vs_baseline))
-        .Set("connect_us_p50_vs_baseline", RatioCell(client.connect_vs_baseline))
+        .Set("connect_us_p50_vs_baseline", Bucketed(RatioCell(client.connect_vs_baseline)))  // of histogram medians
         .Set("connections", t.loop.connections)
         .Set("kept_directory", t.kept_directory.empty() ? Cell{} : Cell{t.kept_directory})
         .Set("rounds_hold_open_ms", Values(t.hold_open_ms))
@@ -336,8 +336,8 @@ void PrintTransports(const pgreal::PgResult& result, std::ostream& out) {
           .Set("server_vs", RatioCell(st.cpu_vs_baseline))
           .Set("client_cpu", EstimateOf(c.cpu_us))
           .Set("client_vs", RatioCell(c.cpu_vs_baseline))
-          .Set("connect", EstimateOf(c.connect_p50_us))
-          .Set("connect_vs", RatioCell(c.connect_vs_baseline));
+          .Set("connect", Bucketed(EstimateOf(c.connect_p50_us)))
+          .Set("connect_vs", Bucketed(RatioCell(c.connect_vs_baseline)));
       table.AddRow(std::move(row));
     }
     out << "\nwhat a connection costs each side, by transport (--tcp, --ssl), per connection:\n";
@@ -345,6 +345,7 @@ void PrintTransports(const pgreal::PgResult& result, std::ostream& out) {
     out << "each round's figure, median [95 % interval]; vs base: over the same server's Unix-socket row (or the row's\n"
            "  own base), paired in the rounds. client CPU: the tool's libpq, with SCRAM its key derivation; connect:\n"
            "  each round's median PQconnectStart to CONNECTION_OK.\n";
+    out << BucketedLegend() << ".\n";
   }
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/check.h"
+#include "base/histogram.h"
 
 namespace backendlab::tools {
 
@@ -37,21 +39,59 @@ Cell RatioCell(const std::optional<RatioEstimate>& r, double precision) {
   if (r->self) return 1.0;
   return EstimateOf(*r, precision);
 }
+
+Cell Bucketed(Cell cell) {
+  if (auto* e = std::get_if<Estimate>(&cell)) e->bucketed = true;
+  return cell;
+}
+
+std::string BucketedLegend() {
+  return absl::StrFormat(
+      "%s: of each round's median read off a histogram's buckets (each within %.0f %%): rounds whose medians share a\n"
+      "  bucket agree exactly, so an interval narrower than that claims more than the buckets resolve",
+      kBucketedMark, 100 * Histogram::kMaxRelativeError);
+}
+
+namespace {
+
+// Digits after the point for a ratio and its interval's ends, the same for
+// the three: rounding to one grid keeps their order, so the point never
+// looks outside its interval (rounded apart, 0.015 [0.015, 0.015] read
+// "0.01 [0.015, 0.015]"). At least `precision` + 1, as many as show
+// kRatioDigits significant digits of the smallest.
+int RatioDecimals(const Estimate& e, int precision) {
+  double smallest = std::abs(e.value);
+  if (e.interval) {
+    for (double end : {e.interval->low, e.interval->high}) {
+      if (end != 0 && (smallest == 0 || std::abs(end) < smallest)) smallest = std::abs(end);
+    }
+  }
+  int decimals = precision + 1;
+  if (smallest > 0 && std::isfinite(smallest)) {
+    decimals = std::max(decimals, kRatioDigits - 1 - static_cast<int>(std::floor(std::log10(smallest))));
+  }
+  return std::min(decimals, 12);  // beyond, more digits than a reader can use
+}
+
+}  // namespace
+
 std::string TextOf(const Cell& cell, int precision) {
   if (std::holds_alternative<std::monostate>(cell)) return "-";
   if (const auto* b = std::get_if<Boolean>(&cell)) return b->value ? "yes" : "no";
   if (const auto* v = std::get_if<Values>(&cell)) return absl::StrCat(v->size(), " values");
   if (const auto* e = std::get_if<Estimate>(&cell)) {
-    std::string text = absl::StrFormat("%.*f", precision, e->value);
-    if (e->verdict) {
-      // A ratio: two more digits for its interval, whose ends are what tells.
-      const int p = precision + 1;
-      if (e->interval) absl::StrAppendFormat(&text, " [%.*f, %.*f]", p, e->interval->low, p, e->interval->high);
-      text += " ";
-      text += VerdictName(*e->verdict);
-    } else if (e->interval) {
-      absl::StrAppendFormat(&text, " \u00b1%.1f%%", 100 * e->interval->RelativeHalfWidth(e->value));
+    const int p = e->verdict ? RatioDecimals(*e, precision) : precision;
+    std::string text = absl::StrFormat("%.*f", p, e->value);
+    if (e->interval) {
+      // A ratio's interval by its ends, whose side of 1 is what tells; a median's by half its width.
+      if (e->verdict) {
+        absl::StrAppendFormat(&text, " [%.*f, %.*f]", p, e->interval->low, p, e->interval->high);
+      } else {
+        absl::StrAppendFormat(&text, " \u00b1%.1f%%", 100 * e->interval->RelativeHalfWidth(e->value));
+      }
+      if (e->bucketed) text += kBucketedMark;
     }
+    if (e->verdict) (text += " ") += VerdictName(*e->verdict);
     if (!e->precise) text += "*";
     return text;
   }
@@ -102,6 +142,7 @@ void AddJsonExtras(const Column& column, const Cell& cell, nlohmann::json& objec
   const Estimate* e = EstimateIn(cell);
   object[column.key + "_ci"] =
       e != nullptr && e->interval ? nlohmann::json::array({e->interval->low, e->interval->high}) : nlohmann::json(nullptr);
+  object[column.key + "_bucketed"] = e != nullptr ? nlohmann::json(e->bucketed) : nlohmann::json(nullptr);
   if (column.kind == ColumnKind::kRatio) {
     object[column.key + "_verdict"] =
         e != nullptr && e->verdict ? nlohmann::json(std::string(VerdictName(*e->verdict))) : nlohmann::json(nullptr);

@@ -28,6 +28,10 @@ struct Estimate {
   std::optional<Interval> interval;  // none: too few rounds for one
   std::optional<Verdict> verdict;    // ratios
   bool precise = true;               // false: the interval did not reach the precision asked for
+  // Computed from values read off a histogram's buckets (base/histogram.h:
+  // each within Histogram::kMaxRelativeError), whose rounds can agree to the
+  // bucket: an interval narrower than a bucket claims more than they resolve.
+  bool bucketed = false;
 };
 
 // A yes/no fact: true/false in JSON and CSV, yes/no in text. (A bool of
@@ -55,16 +59,26 @@ inline constexpr std::string_view kRatioLegend =
     "  faster or slower where the interval excludes 1, ~ where it covers 1";
 Estimate EstimateOf(const RatioEstimate& r, double precision = 0);
 Cell RatioCell(const std::optional<RatioEstimate>& r, double precision = 0);
-// A cell as the text table shows it, doubles with `precision` digits.
+// The same cell, its estimate (if any) marked bucketed; and how to read the
+// mark, for the notes under a table that has one.
+Cell Bucketed(Cell cell);
+std::string BucketedLegend();
+// A cell as the text table shows it, doubles with `precision` digits. A
+// ratio's point and interval ends share their digits, at least `precision`
+// + 1 after the point and enough for kRatioDigits significant ones of the
+// smallest, so that a point never looks outside its interval; a bucketed
+// estimate with an interval is marked kBucketedMark.
+inline constexpr int kRatioDigits = 3;
+inline constexpr std::string_view kBucketedMark = "\u2020";  // a dagger
 std::string TextOf(const Cell& cell, int precision);
 // A figure that may be absent: the value, or a missing value.
 inline Cell OptionalCell(const std::optional<double>& v) { return v ? Cell(*v) : Cell(std::monostate{}); }
 
 // What a column holds. An estimate column with key K also has, in JSON,
-// K_ci ([low, high] or null) and, for a ratio, K_verdict; in CSV, K_ci_low,
-// K_ci_high and K_verdict. In text a median reads "1234.5 ±1.1%" (half the
-// interval's width) and a ratio "0.93 [0.91, 0.95] faster", a `*` after
-// either that did not reach the precision asked for.
+// K_ci ([low, high] or null), K_bucketed and, for a ratio, K_verdict; in
+// CSV, K_ci_low, K_ci_high and K_verdict. In text a median reads "1234.5
+// ±1.1%" (half the interval's width) and a ratio "0.930 [0.911, 0.950]
+// faster", a `*` after either that did not reach the precision asked for.
 enum class ColumnKind { kValue, kMedian, kRatio };
 
 struct Column {

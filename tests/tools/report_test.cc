@@ -170,7 +170,89 @@ TEST(ReportTest, EstimatesCarryTheirIntervalAndVerdictInEveryRendering) {
   const std::vector<std::string> shown = Lines(text.str());
   ASSERT_EQ(shown.size(), 3u);
   EXPECT_NE(shown[1].find("200.0 \u00b16.0%"), std::string::npos) << shown[1];  // (214 - 190) / 2 / 200
-  EXPECT_NE(shown[1].find("0.50 [0.480, 0.521] faster*"), std::string::npos) << shown[1];
+  EXPECT_NE(shown[1].find("0.500 [0.480, 0.521] faster*"), std::string::npos) << shown[1];
+}
+
+// A ratio as text: "POINT [LOW, HIGH] VERDICT", each number as printed.
+struct ShownRatio {
+  double point = 0, low = 0, high = 0;
+  std::string text;
+};
+ShownRatio Shown(const Estimate& e, int precision) {
+  ShownRatio s;
+  s.text = TextOf(e, precision);
+  std::istringstream in(s.text);
+  char open = 0, comma = 0;
+  in >> s.point >> open >> s.low >> comma >> s.high;
+  EXPECT_TRUE(in && open == '[' && comma == ',') << s.text;
+  return s;
+}
+
+// Rounded to fewer digits than its interval's ends, a point can look
+// outside its own interval ("0.01 [0.015, 0.015]", "1.00 [1.001, 1.009]");
+// printed to the same digits, as many as show three significant ones of the
+// smallest, it never does, and a small ratio keeps its figures.
+TEST(ReportTest, ARatioIsPrintedInsideItsIntervalWithItsSignificantDigits) {
+  const Estimate ratios[] = {
+      {.value = 0.015, .interval = Interval{0.015, 0.015}, .verdict = Verdict::kFaster},
+      {.value = 0.00214, .interval = Interval{0.00213, 0.00215}, .verdict = Verdict::kFaster},
+      {.value = 1.005, .interval = Interval{1.001, 1.009}, .verdict = Verdict::kSlower},
+      {.value = 0.995, .interval = Interval{0.9915, 0.9985}, .verdict = Verdict::kFaster},
+      {.value = 0.5, .interval = Interval{0.48, 0.521}, .verdict = Verdict::kFaster},
+      {.value = 12.3456, .interval = Interval{12.3449, 12.3459}, .verdict = Verdict::kSlower},
+  };
+  for (const Estimate& e : ratios) {
+    for (int precision : {1, 2, 3}) {
+      const ShownRatio s = Shown(e, precision);
+      EXPECT_LE(s.low, s.point) << s.text;
+      EXPECT_LE(s.point, s.high) << s.text;
+      // Three significant digits of the point at least: 0.015 is not "0.01".
+      EXPECT_NEAR(s.point, e.value, 0.005 * e.value) << s.text;
+    }
+  }
+  EXPECT_EQ(TextOf(Estimate{.value = 0.93, .interval = Interval{0.9106, 0.9504}, .verdict = Verdict::kFaster}, 2),
+            "0.930 [0.911, 0.950] faster");
+}
+
+// An interval of values read off histogram buckets can be narrower than a
+// bucket (zero wide where every round's median fell in one): such an
+// estimate is marked in text after its interval, and says so in JSON.
+TEST(ReportTest, AnIntervalOfBucketedValuesIsMarkedInTextAndJson) {
+  Report report(std::vector<Column>{{"name", "name"},
+                                    {"exit_us", "exit us", 1, ColumnKind::kMedian},
+                                    {"exit_vs_base", "exit vs base", 2, ColumnKind::kRatio},
+                                    {"cpu_vs_base", "CPU vs base", 2, ColumnKind::kRatio}});
+  const Estimate flat{.value = 0.015, .interval = Interval{0.015, 0.015}, .verdict = Verdict::kFaster};
+  Report::Row a = report.NewRow();
+  a.Set("name", std::string("a"))
+      .Set("exit_us", Bucketed(Estimate{.value = 2.6, .interval = Interval{2.6, 2.6}, .verdict = std::nullopt}))
+      .Set("exit_vs_base", Bucketed(flat))
+      .Set("cpu_vs_base", flat);
+  report.AddRow(std::move(a));
+  Report::Row b = report.NewRow();
+  b.Set("name", std::string("b"))
+      .Set("exit_us", Bucketed(std::monostate{}))
+      .Set("exit_vs_base", Bucketed(Estimate{.value = 1.5, .interval = std::nullopt, .verdict = Verdict::kSame}))
+      .Set("cpu_vs_base", 1.0);
+  report.AddRow(std::move(b));
+  std::ostringstream text;
+  report.PrintText(text);
+  const std::vector<std::string> lines = Lines(text.str());
+  ASSERT_EQ(lines.size(), 3u) << text.str();
+  const std::string mark(kBucketedMark);
+  EXPECT_NE(lines[1].find("2.6 \u00b10.0%" + mark), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("0.0150 [0.0150, 0.0150]" + mark + " faster"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("0.0150 [0.0150, 0.0150] faster"), std::string::npos) << "the unmarked one: " << lines[1];
+  EXPECT_EQ(lines[2].find(mark), std::string::npos) << "no interval, no mark: " << lines[2];
+  const nlohmann::json json = report.ToJson();
+  EXPECT_EQ(json["rows"][0]["exit_us_bucketed"], true);
+  EXPECT_EQ(json["rows"][0]["exit_vs_base_bucketed"], true);
+  EXPECT_EQ(json["rows"][0]["cpu_vs_base_bucketed"], false);
+  EXPECT_TRUE(json["rows"][1]["exit_us_bucketed"].is_null()) << "a missing value has no estimate to mark";
+  EXPECT_EQ(json["rows"][1]["exit_vs_base_bucketed"], true);
+  EXPECT_TRUE(json["rows"][1]["cpu_vs_base_bucketed"].is_null()) << "a plain 1 is no estimate";
+  EXPECT_EQ(BucketedLegend().rfind(mark + ": ", 0), 0u) << BucketedLegend();
+  EXPECT_NE(BucketedLegend().find("1 %"), std::string::npos) << BucketedLegend();
 }
 
 TEST(ReportDeathTest, AKeyNotAColumnsOrSetTwiceIsABrokenInvariant) {
