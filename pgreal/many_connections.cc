@@ -85,8 +85,18 @@ SaturationReport ComputeSaturation(std::span<const PgTargetResult> targets, std:
       s.previous = series.rows[k - 1];
       s.rate_vs_previous =
           PairedRatioOfCommonRounds(targets[series.rows[k]].rates, targets[series.rows[k - 1]].rates, Better::kHigher);
-      if (!series.saturated_at && (!s.rate_vs_previous || s.rate_vs_previous->verdict != Verdict::kFaster)) {
-        series.saturated_at = series.rows[k - 1];
+      const bool faster = s.rate_vs_previous && s.rate_vs_previous->verdict == Verdict::kFaster;
+      if (!series.first_not_faster && !faster) {
+        series.first_not_faster = series.rows[k];
+        // Flat only where a gain of the margin is ruled out.
+        const bool flat = s.rate_vs_previous && s.rate_vs_previous->has_interval &&
+                          s.rate_vs_previous->interval.high < kSaturationMargin;
+        series.finding = flat ? SaturationFinding::kSaturated : SaturationFinding::kNotResolved;
+        if (flat) series.saturated_at = series.rows[k - 1];
+      } else if (series.first_not_faster && faster && !series.later_faster) {
+        series.later_faster = series.rows[k];
+        series.finding = SaturationFinding::kNotResolved;
+        series.saturated_at.reset();
       }
     }
     {

@@ -58,14 +58,37 @@ struct Saturation {
   std::optional<RatioEstimate> rate_vs_previous;
 };
 
+// The most a step's conn/s may have grown for the run to call it no gain:
+// saturation says more clients did not raise the rate, a claim that an
+// interval covering 1 (`~`) does not make by itself (1.02 [0.907, 1.154]
+// allows +15 %). A step counts as flat only where its interval's upper end
+// is below this. 5 %: the tolerance the project's other "costs nothing"
+// goals are held to (the server counters' and the built-in sampler's
+// <= 5 % of conn/s, docs/pg.md).
+inline constexpr double kSaturationMargin = 1.05;
+
+// What a series of clients shows about its rate.
+enum class SaturationFinding {
+  kGrew,         // every step was `faster`: not saturated up to the most clients
+  kSaturated,    // the first step not `faster` was under kSaturationMargin, and no later step was `faster`
+  kNotResolved,  // that step allowed a gain of kSaturationMargin or more, or a later step was `faster` again
+};
+
 // Rows alike but for their clients (server, via, what-if, transport, hold),
 // fewest clients first, and where their rate stopped growing.
 struct SaturationSeries {
   std::vector<size_t> rows;
-  // The first row whose next one was not faster (its conn/s ratio `~` or
-  // `slower`): where the run saturated; none when every step was faster.
+  SaturationFinding finding = SaturationFinding::kGrew;
+  // The first row whose conn/s was not `faster` than the row before it
+  // (`~`, `slower` or no interval); none when every step was faster.
+  std::optional<size_t> first_not_faster;
+  // Saturated: the row before first_not_faster, where the rate stopped
+  // growing; none otherwise.
   std::optional<size_t> saturated_at;
-  // At that row (or, not saturated, at the most clients), the busiest of
+  // Not resolved because of it: the first row after first_not_faster that
+  // was `faster` than the row before it.
+  std::optional<size_t> later_faster;
+  // At saturated_at (otherwise at the most clients), the busiest of
   // kBoundPostmaster, kBoundCpus, kBoundClient if it was busier than
   // kBusyBound; "" otherwise.
   std::string bound;

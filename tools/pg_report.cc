@@ -411,6 +411,54 @@ void PrintHolds(const pgreal::PgResult& result, std::ostream& out) {
   }
 }
 
+// Each series of clients: saturated (where, and the step that shows it),
+// not resolved (the step that does not, or the later step that grew
+// again), or still growing; then what was busiest there.
+void PrintSaturationFindings(const pgreal::PgResult& result, int cpus, std::ostream& out) {
+  // A step of a series: "conn/s at 4 clients over 2 clients: 1.020 [0.907, 1.154] ~".
+  auto step = [&](size_t row) {
+    const pgreal::Saturation& r = result.saturation.rows[row];
+    return absl::StrCat("conn/s at ", ClientsText(result.targets[row].key.clients), " over ",
+                        ClientsText(result.targets[r.previous.value_or(row)].key.clients), ": ",
+                        TextOf(RatioCell(r.rate_vs_previous), 2));
+  };
+  const double margin = 100 * (pgreal::kSaturationMargin - 1);
+  for (const pgreal::SaturationSeries& series : result.saturation.series) {
+    const std::string name = result.targets[series.rows.front()].key.Label({.clients = false, .hold = result.shows.hold});
+    const size_t at = series.saturated_at.value_or(series.rows.back());
+    const pgreal::Saturation& s = result.saturation.rows[at];
+    const std::string where = ClientsText(result.targets[at].key.clients);
+    if (series.finding == pgreal::SaturationFinding::kSaturated) {
+      out << name << ": saturated at " << where << ": " << step(*series.first_not_faster)
+          << absl::StrFormat(", a gain of %.0f %% or more ruled out, and no later step faster", margin);
+    } else if (series.finding == pgreal::SaturationFinding::kNotResolved) {
+      const std::optional<RatioEstimate>& flat = result.saturation.rows[*series.first_not_faster].rate_vs_previous;
+      out << name << ": saturation not resolved: " << step(*series.first_not_faster);
+      if (!flat || !flat->has_interval) {
+        out << " (no interval)";
+      } else if (flat->interval.high >= pgreal::kSaturationMargin) {
+        out << absl::StrFormat(" (up to %+.0f %%: a gain of %.0f %% or more not ruled out)", 100 * (flat->interval.high - 1),
+                               margin);
+      }
+      if (series.later_faster) out << ", then grew again: " << step(*series.later_faster);
+      out << "; at " << where << ", the most asked for";
+    } else {
+      out << name << ": conn/s still grew at every step up to " << where << ", the most asked for: not saturated in this run";
+    }
+    if (series.bound.empty()) {
+      out << "; nothing counted was over " << Percent(pgreal::kBusyBound) << " busy there (the postmaster "
+          << Percent(s.postmaster_busy) << ", the CPUs " << Percent(s.cpus_busy) << ", the client "
+          << Percent(s.client_busy) << ")\n";
+    } else {
+      const double busy = series.bound == pgreal::kBoundPostmaster ? s.postmaster_busy
+                          : series.bound == pgreal::kBoundCpus     ? s.cpus_busy
+                                                                   : s.client_busy;
+      out << "; busiest there: " << BoundText(series.bound, cpus) << ", " << Percent(busy) << " (the postmaster "
+          << Percent(s.postmaster_busy) << " of its core)\n";
+    }
+  }
+}
+
 // conn/s against the postmaster's ceiling as the clients grow (--clients).
 void PrintSaturation(const pgreal::PgResult& result, int cpus, std::ostream& out) {
   if (result.saturation.series.empty()) return;
@@ -445,32 +493,7 @@ void PrintSaturation(const pgreal::PgResult& result, int cpus, std::ostream& out
          "  CPU per connection, as a share of what each can give: the postmaster's of its one core, the whole\n"
          "  server's and the client's of all "
       << cpus << " CPUs, the client's (the tool's loop, one thread) of one core.\n";
-  for (const pgreal::SaturationSeries& series : result.saturation.series) {
-    const std::string name = result.targets[series.rows.front()].key.Label({.clients = false, .hold = result.shows.hold});
-    const size_t at = series.saturated_at.value_or(series.rows.back());
-    const pgreal::Saturation& s = result.saturation.rows[at];
-    if (series.saturated_at) {
-      // A saturated row has a next: the one whose rate did not grow.
-      const size_t next = *(std::find(series.rows.begin(), series.rows.end(), at) + 1);
-      out << name << ": saturated at " << ClientsText(result.targets[at].key.clients) << ", as far as this run resolves: at "
-          << result.targets[next].key.clients << " conn/s was "
-          << TextOf(RatioCell(result.saturation.rows[next].rate_vs_previous), 2) << " of that";
-    } else {
-      out << name << ": conn/s still grew up to " << ClientsText(result.targets[at].key.clients)
-          << ", the most asked for: not saturated in this run";
-    }
-    if (series.bound.empty()) {
-      out << "; nothing counted was over " << Percent(pgreal::kBusyBound) << " busy there (the postmaster "
-          << Percent(s.postmaster_busy) << ", the CPUs " << Percent(s.cpus_busy) << ", the client "
-          << Percent(s.client_busy) << ")\n";
-    } else {
-      const double busy = series.bound == pgreal::kBoundPostmaster ? s.postmaster_busy
-                          : series.bound == pgreal::kBoundCpus     ? s.cpus_busy
-                                                                   : s.client_busy;
-      out << "; busiest there: " << BoundText(series.bound, cpus) << ", " << Percent(busy) << " (the postmaster "
-          << Percent(s.postmaster_busy) << " of its core)\n";
-    }
-  }
+  PrintSaturationFindings(result, cpus, out);
 }
 
 }  // namespace

@@ -115,5 +115,62 @@ TEST(ManyConnectionsTest, SaturationIsWhereMoreClientsNoLongerRaiseTheRateAndThe
   EXPECT_EQ(grew.series[0].bound, kBoundPostmaster);
 }
 
+// Rows at 1, 2, 4 and 8 clients whose conn/s are those of the row before
+// times each round's factor in `steps` (1 client: 100, 110, 90, 100).
+std::vector<PgTargetResult> Series(const std::vector<std::vector<double>>& steps) {
+  std::vector<PgTargetResult> rows = {Row("1", 1, 0)};
+  rows[0].rates = {100, 110, 90, 100};
+  for (const std::vector<double>& step : steps) {
+    PgTargetResult next = Row(std::to_string(rows.back().key.clients * 2), rows.back().key.clients * 2, 0);
+    for (size_t r = 0; r < step.size(); ++r) next.rates.push_back(rows.back().rates[r] * step[r]);
+    rows.push_back(std::move(next));
+  }
+  return rows;
+}
+
+SaturationSeries SeriesOf(const std::vector<PgTargetResult>& rows) {
+  std::vector<ServerStats> stats(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) stats[i].rate = MedianWithInterval(rows[i].rates);
+  const SaturationReport r = ComputeSaturation(rows, stats, 2);
+  EXPECT_EQ(r.series.size(), 1u);
+  return r.series.empty() ? SaturationSeries{} : r.series[0];
+}
+
+// A `~` is not "no gain": a step whose interval allows more than the
+// margin, or a later step that is `faster` again, leaves the saturation
+// not resolved; only a step bounded under the margin with no faster step
+// after it is saturation.
+TEST(ManyConnectionsTest, SaturationNeedsAStepBoundedUnderTheMarginAndNoFasterStepAfterIt) {
+  const std::vector<double> faster = {1.5, 1.5, 1.5, 1.5};
+  const std::vector<double> flat = {1.00, 1.01, 0.99, 1.00};   // [0.987, 1.013]: ~, any gain under 2 %
+  const std::vector<double> wide = {1.00, 1.15, 0.90, 1.05};   // ~, but up to +20 %
+  const std::vector<double> faster_again = {1.20, 1.22, 1.18, 1.20};
+
+  // 2 -> 4 flat, 4 -> 8 faster again: the flat step was not the end.
+  const SaturationSeries again = SeriesOf(Series({faster, flat, faster_again}));
+  EXPECT_EQ(again.finding, SaturationFinding::kNotResolved);
+  EXPECT_FALSE(again.saturated_at.has_value()) << "saturated at row " << again.saturated_at.value_or(99);
+  EXPECT_EQ(again.first_not_faster, std::optional<size_t>(2));
+  EXPECT_EQ(again.later_faster, std::optional<size_t>(3));
+
+  // 2 -> 4 `~` but its interval reaches +20 %: a gain past the margin is not ruled out.
+  const SaturationSeries unsure = SeriesOf(Series({faster, wide, flat}));
+  EXPECT_EQ(unsure.finding, SaturationFinding::kNotResolved);
+  EXPECT_FALSE(unsure.saturated_at.has_value()) << "saturated at row " << unsure.saturated_at.value_or(99);
+  EXPECT_EQ(unsure.first_not_faster, std::optional<size_t>(2));
+  EXPECT_FALSE(unsure.later_faster.has_value());
+
+  // 2 -> 4 flat and under the margin, 4 -> 8 `~` (wide) but not faster: saturated at 2.
+  const SaturationSeries flat_after = SeriesOf(Series({faster, flat, wide}));
+  EXPECT_EQ(flat_after.finding, SaturationFinding::kSaturated);
+  EXPECT_EQ(flat_after.saturated_at, std::optional<size_t>(1));
+
+  // Faster at every step: still grew.
+  const SaturationSeries grew = SeriesOf(Series({faster, faster, faster_again}));
+  EXPECT_EQ(grew.finding, SaturationFinding::kGrew);
+  EXPECT_FALSE(grew.saturated_at.has_value());
+  EXPECT_FALSE(grew.first_not_faster.has_value());
+}
+
 }  // namespace
 }  // namespace backendlab::pgreal
