@@ -168,8 +168,8 @@ absl::Status ReportRowProfiles(const pgreal::PgResult& result, const std::string
       of[builtin] = &p;
       const double change = t.unrecorded_rate > 0 ? 100.0 * (t.profiled_rate / t.unrecorded_rate - 1) : 0;
       out << "\n== " << t.label << " under " << (builtin ? "the built-in sampler" : "perf") << " ==\n";
-      out << absl::StrFormat("recording cost: %.1f conn/s recorded against %.1f unrecorded just before (one pair of "
-                             "passes, no counters open%s): %.1f %% %s\n",
+      out << absl::StrFormat("recording cost: %.1f conn/s recorded against %.1f unrecorded just before (no counters "
+                             "open%s): %.1f %% %s in one pair: not a measured cost\n",
                              t.profiled_rate, t.unrecorded_rate,
                              t.profiles.size() > 1 ? "; one pass recorded by both profilers" : "", std::abs(change),
                              change <= 0 ? "slower" : "faster");

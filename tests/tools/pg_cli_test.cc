@@ -276,6 +276,7 @@ TEST_F(PgCliTest, ProfileClassifiesEveryServerSampleAndWritesFlameGraphs) {
   EXPECT_NE(r.out.find("15/128MB under perf"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("unclaimed"), std::string::npos) << "the unclaimed share is always shown";
   EXPECT_NE(r.out.find("recording cost: "), std::string::npos) << "what recording cost";
+  EXPECT_NE(r.out.find(" in one pair: not a measured cost\n"), std::string::npos) << "one pair of passes is no measured cost";
   const nlohmann::json j = nlohmann::json::parse(test_util::ReadFile(dir_ + "/out.json"));
   const nlohmann::json& p = j["header"]["profiles"]["15/128MB"];
   ASSERT_TRUE(p.is_object()) << j["header"].dump();

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The measurement scripts of tools/ run end to end, tiny: soak judges
 # memory and descriptors over its samples; the overhead and comparison
-# scripts print each round and the median of their per-round ratios, and
-# leave nothing behind. Usage: scripts_test.sh ROOT PRESET BINARY SCRIPT,
-# one script a test (CTest runs them side by side). Exits 77 (skipped, saying
-# why) when BINARY is not PRESET's (a build directory made without a preset),
-# or, for the scripts that start a real server, where Debian's PostgreSQL 15
-# is not installed.
+# scripts print each round, the median of their per-round ratios and their
+# interval (a goal judged on it where one is set), and leave nothing behind.
+# Usage: scripts_test.sh ROOT PRESET BINARY SCRIPT, one script a test (CTest
+# runs them side by side). Exits 77 (skipped, saying why) when BINARY is not
+# PRESET's (a build directory made without a preset), or, for the scripts
+# that start a real server, where Debian's PostgreSQL 15 is not installed.
 set -euo pipefail
 root="$1" preset="$2" binary="$3" script="$4"
 if [ ! "$root/build/$preset/tools/backendlab" -ef "$binary" ]; then
@@ -22,17 +22,21 @@ mkdir "$work/tmp"
 chmod 0711 "$work" "$work/tmp"
 export TMPDIR="$work/tmp"
 fail=0
-# expect NAME PATTERN COMMAND...: exit 0 and a line of stdout matching PATTERN.
+# expect NAME PATTERNS COMMAND...: exit 0 and, for each of the
+# newline-separated PATTERNS, a line of stdout matching it.
 expect() {
-  local name="$1" pattern="$2"
+  local name="$1" patterns="$2" pattern
   shift 2
   if ! "$@" >"$work/out" 2>"$work/err"; then
     echo "FAIL: $name exited non-zero: $(cat "$work/err")" >&2
     fail=1
-  elif ! grep -Eq "$pattern" "$work/out"; then
-    echo "FAIL: $name printed no line matching '$pattern':" >&2
-    cat "$work/out" >&2
-    fail=1
+  else
+    while IFS= read -r pattern; do
+      grep -Eq "$pattern" "$work/out" && continue
+      echo "FAIL: $name printed no line matching '$pattern':" >&2
+      cat "$work/out" >&2
+      fail=1
+    done <<<"$patterns"
   fi
   if [ -n "$(ls -A "$work/tmp")" ]; then
     echo "FAIL: $name left in TMPDIR: $(ls -A "$work/tmp")" >&2
@@ -40,7 +44,10 @@ expect() {
     fail=1
   fi
 }
-ratios='median of 2 per-round ratios [0-9.]+ \(range [0-9.]+-[0-9.]+'
+# The median and range of two rounds' ratios, then their interval.
+ratios='median of 2 per-round ratios [0-9.]+ \(range [0-9.]+-[0-9.]+
+geometric mean [0-9.]+ \[[0-9.]+, [0-9.]+\] \(95 % interval\)'
+goal='goal >= 0.95 (met|missed|not resolved)'
 case "$script" in
   soak|sampler-overhead) ;;
   *)
@@ -57,11 +64,14 @@ case "$script" in
   sampler-overhead)
     ROUNDS=2 expect sampler-overhead "$ratios" "$root/tools/sampler-overhead" --connections=40 --work-lookups=10 ;;
   pg-counters-overhead)
-    ROUNDS=2 expect pg-counters-overhead "$ratios" "$root/tools/pg-counters-overhead" --connections=20 --warmup=2 ;;
+    ROUNDS=2 expect pg-counters-overhead "$ratios
+$goal" "$root/tools/pg-counters-overhead" --connections=20 --warmup=2 ;;
   pg-vs-pgbench)
     ROUNDS=2 expect pg-vs-pgbench "$ratios" "$root/tools/pg-vs-pgbench" 50 ;;
   pg-builtin-overhead)
-    ROUNDS=2 expect pg-builtin-overhead '^medians of 2 rounds: loaded/without' \
+    ROUNDS=2 expect pg-builtin-overhead "^recorded / without the library: $ratios
+^recorded / without the library: $goal
+^loaded, gate closed / without the library: geometric mean" \
       "$root/tools/pg-builtin-overhead" --connections=20 --warmup=2 ;;
   *)
     echo "scripts_test.sh: unknown script '$script'" >&2

@@ -7,13 +7,19 @@
 # ratios, not a ratio of two medians.
 #
 # A script defines run_a and run_b (each prints one number, a rate) and
-# calls: pairs ROUNDS "A's name" "B's name" "what A/B means".
+# calls: pairs ROUNDS "A's name" "B's name" "what A/B means" [GOAL]. A
+# script that takes its ratios otherwise (several from one pair of runs)
+# prints the same summary of them with: paired_summary "what" [GOAL] <FILE.
+# GOAL, where a goal bounds the cost: the lowest A/B it allows (0.95 for
+# "costs at most 5 % of the rate"); the goal is judged on the interval's
+# low end, not on the median: met where the interval lies above it, missed
+# where below, not resolved where it spans it.
 
 # The median of numbers, one per line.
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 pairs() {
-  local rounds="$1" name_a="$2" name_b="$3" meaning="$4" a b i ratios=""
+  local rounds="$1" name_a="$2" name_b="$3" meaning="$4" goal="${5:-}" a b i ratios=""
   for i in $(seq "$rounds"); do
     if ((i % 2)); then
       a="$(run_a)"; b="$(run_b)"
@@ -25,13 +31,23 @@ pairs() {
       'BEGIN { printf "round %d (%s first): %s %s, %s %s, ratio %.4f\n", i, first, na, a, nb, b, a / b }'
     ratios+="$(awk -v a="$a" -v b="$b" 'BEGIN { print a / b }')"$'\n'
   done
-  awk -v n="$rounds" -v m="$(printf '%s' "$ratios" | median)" -v what="$meaning" '
+  paired_summary "$meaning" "$goal" <<<"$(printf '%s' "$ratios")"
+}
+
+# paired_summary "what A/B means" [GOAL] <ratios, one per line: their
+# median and range, their geometric mean with its 95 % interval, and the
+# goal judged on that interval.
+paired_summary() {
+  local meaning="$1" goal="${2:-}" ratios
+  ratios="$(cat)"
+  awk -v m="$(printf '%s\n' "$ratios" | median)" -v what="$meaning" -v goal="$goal" '
     NR == 1 || $1 < lo { lo = $1 } NR == 1 || $1 > hi { hi = $1 }
     { l[NR] = log($1); sum += l[NR] }
     END {
+      n = NR
       printf "%s: median of %d per-round ratios %.4f (range %.4f-%.4f; a change smaller than that range is not resolved by this run)\n",
           what, n, m, lo, hi
-      if (n < 2) exit
+      if (n < 2) { if (goal != "") printf "%s: goal >= %s not judged: one round has no interval\n", what, goal; exit }
       # The geometric mean of the ratios with a 95 % t interval on their
       # logs, as the tool summarises paired rounds (base/statistics.h); t
       # from a table to 30 degrees of freedom, beyond by 1.96 + 2.4/df
@@ -43,5 +59,10 @@ pairs() {
       a = exp(mean - half); b = exp(mean + half)
       verdict = (a > 1) ? "above 1" : ((b < 1) ? "below 1" : "~ (covers 1)")
       printf "%s: geometric mean %.4f [%.4f, %.4f] (95 %% interval) %s\n", what, exp(mean), a, b, verdict
-    }' <<<"$(printf '%s' "$ratios")"
+      if (goal == "") exit
+      if (a >= goal) judged = "met: the interval lies above it"
+      else if (b < goal) judged = "missed: the interval lies below it"
+      else judged = sprintf("not resolved: the interval spans it (a cost of up to %.1f %% is not ruled out)", 100 * (1 - a))
+      printf "%s: goal >= %s %s\n", what, goal, judged
+    }' <<<"$ratios"
 }
