@@ -2,11 +2,13 @@
 # The measurement scripts of tools/ run end to end, tiny: soak judges
 # memory and descriptors over its samples; the overhead and comparison
 # scripts print each round, the median of their per-round ratios and their
-# interval (a goal judged on it where one is set), and leave nothing behind.
-# Usage: scripts_test.sh ROOT PRESET BINARY SCRIPT, one script a test (CTest
-# runs them side by side). Exits 77 (skipped, saying why) when BINARY is not
-# PRESET's (a build directory made without a preset), or, for the scripts
-# that start a real server, where Debian's PostgreSQL 15 is not installed.
+# interval (a goal judged on it where one is set); aa-study reads the JSON
+# of the compares it ran as it reads files given to it; all leave nothing
+# behind. Usage: scripts_test.sh ROOT PRESET BINARY SCRIPT, one script a
+# test (CTest runs them side by side). Exits 77 (skipped, saying why) when
+# BINARY is not PRESET's (a build directory made without a preset), or, for
+# the scripts that start a real server, where Debian's PostgreSQL 15 is not
+# installed.
 set -euo pipefail
 root="$1" preset="$2" binary="$3" script="$4"
 if [ ! "$root/build/$preset/tools/backendlab" -ef "$binary" ]; then
@@ -48,8 +50,16 @@ expect() {
 ratios='median of 2 per-round ratios [0-9.]+ \(range [0-9.]+-[0-9.]+
 geometric mean [0-9.]+ \[[0-9.]+, [0-9.]+\] \(95 % interval\)'
 goal='goal >= 0.95 (met|missed|not resolved)'
+# aa-study's summary, of its runs and of their files alike.
+study='^2 runs of compare --aa=on \(seeds 1, 2\)
+^A/A ratios not ~ at 95 %: [0-9] of 4
+^runs with every A/A ratio ~: [0-2] of 2
+^runs passing the family check .*: [0-2] of 2
+^A/A t statistics: root mean square [0-9.]+ .* over 4
+^widest interval of a run, every ratio .*: \+-[0-9.]+-[0-9.]+ \(median [0-9.]+\) %
+^recomputed from the rounds, the tool.s own verdicts agree in 2 of 2 runs'
 case "$script" in
-  soak|sampler-overhead) ;;
+  soak|sampler-overhead|aa-study) ;;
   *)
     if [ ! -x /usr/lib/postgresql/15/bin/postgres ]; then
       echo "needs postgresql: the real-server scripts are not run (tools/install-deps installs postgresql-15)"
@@ -73,6 +83,31 @@ $goal" "$root/tools/pg-counters-overhead" --connections=20 --warmup=2 ;;
 ^recorded / without the library: $goal
 ^loaded, gate closed / without the library: geometric mean" \
       "$root/tools/pg-builtin-overhead" --connections=20 --warmup=2 ;;
+  aa-study)
+    # aa-study: two compares of a baseline and its A/A copy, 4 rounds each
+    # (the t statistics need 4), their JSON kept; then the same study from the
+    # files alone must print the same figures.
+    mkdir "$work/aa"
+    expect aa-study "$study" "$root/tools/aa-study" --runs=2 --out="$work/aa" --layouts=hash --exit-checks=off \
+      --shared-buffers=128MB --baseline=hash/off --connections=4 --rounds=4 --precision=0 --warmup=0 --work-lookups=10
+    cp "$work/out" "$work/aa/ran"
+    expect "aa-study of files" "$study" "$root/tools/aa-study" "$work/aa/aa-1.json" "$work/aa/aa-2.json"
+    # Its header's paths aside, the report is the one the runs gave.
+    if ! diff <(grep -v '^  seed' "$work/aa/ran") <(grep -v '^  seed' "$work/out") >&2; then
+      echo "FAIL: aa-study of the files printed other figures than of its runs" >&2
+      fail=1
+    fi
+    for bad in --runs=0 --aa=off "--seed=3"; do
+      if "$root/tools/aa-study" "$bad" >/dev/null 2>"$work/err"; [ "$?" -ne 2 ] || [ "$(wc -l <"$work/err")" -ne 1 ]; then
+        echo "FAIL: aa-study $bad: not one line and exit 2: $(cat "$work/err")" >&2
+        fail=1
+      fi
+    done
+    if "$root/tools/aa-study" "$work/aa/ran" >/dev/null 2>"$work/err"; [ "$?" -ne 2 ]; then
+      echo "FAIL: aa-study of a file that is not a compare's JSON did not exit 2: $(cat "$work/err")" >&2
+      fail=1
+    fi
+    ;;
   *)
     echo "scripts_test.sh: unknown script '$script'" >&2
     exit 2 ;;
