@@ -1,7 +1,9 @@
-// PostgreSQL 18's "connection ready" line: parsed after any log prefix,
-// refused in every other shape, and summarised over connections.
+// PostgreSQL 18's "connection ready" line: parsed after any log prefix (in
+// hand-made lines and in a real server's log), refused in every other
+// shape, and summarised over connections.
 #include "pgreal/setup_durations.h"
 
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,8 +14,10 @@ namespace backendlab::pgreal {
 namespace {
 
 TEST(SetupDurationsTest, TheServersLineIsReadAfterAnyPrefix) {
-  // As PostgreSQL 18 writes it with log_connections=setup_durations, under
-  // a default log_line_prefix and under a verbose one (the SQLSTATE first).
+  // Hand-made lines in the shape of PostgreSQL 18's message, after two
+  // prefixes (one with %b, one with the SQLSTATE first, as
+  // log_error_verbosity=verbose writes it), the same figures in each; the
+  // lines a real 18 server wrote are the test below.
   for (const std::string line :
        {"2026-09-24 01:41:46.065 UTC [87] client backend LOG:  connection ready: setup total=1.032 ms, fork=0.146 ms, "
         "authentication=0.083 ms",
@@ -30,6 +34,33 @@ TEST(SetupDurationsTest, TheServersLineIsReadAfterAnyPrefix) {
   ASSERT_TRUE(large);
   EXPECT_DOUBLE_EQ(large->total_ms, 12345.678);
   EXPECT_DOUBLE_EQ(large->fork_ms, 0);
+}
+
+// A real PostgreSQL 18's log (testdata/pg18_setup_durations.log: its first
+// lines say the command that made it): every "connection ready" line reads,
+// each connection's set-up at least its fork and its authentication (parts
+// of it that do not overlap, each rounded to a microsecond), and none of
+// the server's other lines is taken for one.
+TEST(SetupDurationsTest, ARealServersLogReadsOneLinePerConnection) {
+  std::ifstream in(std::string(BACKENDLAB_PGREAL_TESTDATA) + "/pg18_setup_durations.log");
+  ASSERT_TRUE(in) << "no testdata";
+  int ready = 0, others = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("#")) continue;  // the fixture's own note
+    const std::optional<SetupDurations> d = ParseSetupDurations(line);
+    if (line.find("connection ready: ") == std::string::npos) {
+      ++others;
+      EXPECT_FALSE(d) << line;
+      continue;
+    }
+    ++ready;
+    ASSERT_TRUE(d) << line;
+    EXPECT_GT(d->total_ms, 0) << line;
+    EXPECT_GT(d->fork_ms, 0) << line;
+    EXPECT_GE(d->total_ms + 0.002, d->fork_ms + d->authentication_ms) << line;
+  }
+  EXPECT_EQ(ready, 3) << "three connections";
+  EXPECT_GT(others, 0) << "the start-up and shut-down lines are in the fixture too";
 }
 
 TEST(SetupDurationsTest, EveryOtherShapeIsNotASetupLine) {
