@@ -144,7 +144,7 @@ struct BackendEnd {
   int wait_status = 0;              // waitpid's; 0: exited with status 0
   const rusage* usage = nullptr;    // wait4's totals for the child; nullptr: in-process or a thread
   bool forked = true;               // false: in-process, no fork phase
-  ResourceSample fork_parent_cost;  // the postmaster's own fork() call (a thread's: pthread_create)
+  ResourceSample fork_parent_cost{};  // the postmaster's own fork() call (a thread's: pthread_create)
   int64_t reaped_ns = 0;            // a thread's: pthread_join returned
   // A thread (a pooled backend): its own counters (SampleThread) after its
   // last call, and the postmaster's pthread_join (reading its "done");

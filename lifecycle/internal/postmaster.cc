@@ -1,36 +1,28 @@
 // The postmaster process: poll over the listening socket, a signalfd for
-// SIGCHLD, the control pipe and (threads) a pipe of ended threads; accept,
-// fork or start a thread, reap or join, report.
+// SIGCHLD, the control pipe and its process model's descriptors (backends.h);
+// accept, hand the connection to the model, report.
 #include "lifecycle/internal/postmaster.h"
 
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
-#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <iterator>
-#include <map>
 #include <memory>
-#include <set>
 #include <vector>
 
 #include "base/check.h"
 #include "base/fresh_allocations.h"
 #include "base/interrupt.h"
-#include "base/private_pages.h"
 #include "base/resource_usage.h"
 #include "lifecycle/internal/io.h"
 #include "lifecycle/internal/protocol.h"
@@ -41,21 +33,12 @@
 namespace backendlab::lifecycle::internal {
 
 
-void Postmaster::BackendChild(size_t slot, int client_fd, int sigfd) {
-  BackendRecord& record = slots_[slot];
-  // Timers are not inherited: arm this backend's before anything else, so
-  // its start-up is sampled too (tagged `fork`, as the postmaster left it).
-  if (sample_slots_) {
-    if (absl::Status s = profiling::Sampler::RestartAfterFork(sample_slots_->Backend(slot)); !s.ok()) {
-      std::fprintf(stderr, "backendlab backend %d: not sampled: %s\n", getpid(), std::string(s.message()).c_str());
-    }
-  }
-  prctl(PR_SET_NAME, "backend");  // the name perf's samples carry
+void Postmaster::SetUpChild() {
   close(c_.listen_fd);
   close(c_.control_fd);
   if (results_fd_ >= 0) close(results_fd_);
   if (c_.samples_fd >= 0) close(c_.samples_fd);
-  close(sigfd);
+  close(sigfd_);
   // The postmaster-death pipe's write end is the postmaster's alone: held
   // here too, it would never reach EOF.
   if (c_.env->death_own_fd >= 0) close(c_.env->death_own_fd);
@@ -66,14 +49,9 @@ void Postmaster::BackendChild(size_t slot, int client_fd, int sigfd) {
   sigset_t all;
   sigemptyset(&all);
   sigprocmask(SIG_SETMASK, &all, nullptr);
-  const absl::Status status = RunBackend(*c_.env, client_fd, record);
-  if (!status.ok()) std::fprintf(stderr, "backendlab backend %d: %s\n", getpid(), std::string(status.message()).c_str());
-  // A weight profile's `exit` exit path ran libc's exit handlers at the end
-  // of teardown (RunExitHandlers): what is left of exit() is _exit.
-  _exit(status.ok() ? 0 : kBackendErrorExit);
 }
 
-void Postmaster::Accept(int sigfd) {
+void Postmaster::Accept() {
   const int fd = accept4(c_.listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
   if (fd < 0) {
     // The client gave up (ECONNABORTED), or no connection after all: try
@@ -83,16 +61,12 @@ void Postmaster::Accept(int sigfd) {
     return;
   }
   const int64_t accepted = NowNs();
-  size_t slot = 0;
-  if (c_.pool > 0) {
-    while (pool_[slot].channel < 0 || !pool_[slot].idle) ++slot;  // Accept is only polled for when one is idle
-  } else {
-    while (slot_used_[slot]) ++slot;  // Accept is only polled for when one is free
-  }
+  const size_t slot = backends_->FreeSlot();  // Accept is only polled for when there is one
   BackendRecord& record = slots_[slot];
   record = BackendRecord{};
   record.sequence = next_sequence_++;
   record.accept_ns = accepted;
+  const int64_t sequence = record.sequence;
   // The client learns its connection's sequence number first, so that it
   // tells warm-up connections from measured ones by the same rule. A client
   // already gone makes this fail; its backend then finds it gone too.
@@ -101,138 +75,13 @@ void Postmaster::Accept(int sigfd) {
   if (sample_slots_) {
     // The postmaster's own samples count from the first measured backend's
     // fork on, like every other figure; a backend's slot is emptied for it.
-    if (record.sequence == c_.warmup) profiling::Sampler::SetBuffer(sample_slots_->Postmaster());
+    if (sequence == c_.warmup) profiling::Sampler::SetBuffer(sample_slots_->Postmaster());
     sample_slots_->Backend(slot)->Reset();
     profiling::SetSampleTag(static_cast<int32_t>(Phase::kFork));  // fork() is the fork phase's start
   }
   // A weight profile's random bytes (PostgreSQL's cancel key) belong to the fork phase, as its rules have it.
   if (c_.env->weight) WeightBeforeFork(*c_.env->weight);
-  if (c_.pool > 0) {
-    const bool handed = HandOff(slot, fd);
-    fork_parent_cost_[slot] = SampleThread() - before;
-    close(fd);  // the member holds its own copy now
-    if (handed) {
-      pool_[slot].idle = false;
-      pool_[slot].busy = true;
-      Taken(slot, record.sequence);
-    }
-    return;
-  }
-  if (c_.threads) {
-    const bool started = StartThread(slot, fd);
-    fork_parent_cost_[slot] = SampleThread() - before;
-    if (!started) {
-      close(fd);
-      return;
-    }
-    ++live_threads_;
-    Taken(slot, record.sequence);
-    return;
-  }
-  const pid_t pid = fork();
-  if (pid == 0) BackendChild(slot, fd, sigfd);
-  const int fork_error = errno;
-  // Reaping by pidfd: its pidfd is part of starting the backend.
-  const int watch_error = pid > 0 && reap_pidfd_ ? WatchChild(pid, slot) : 0;
-  profiling::SetSampleTag(kSampleTagPostmaster);
-  fork_parent_cost_[slot] = SampleThread() - before;
-  close(fd);
-  if (pid < 0) {
-    // Out of processes (RLIMIT_NPROC, pid_max) or memory: every later
-    // connection would fail the same way.
-    Fail(FailedCall::kFork, fork_error);
-    return;
-  }
-  live_[pid] = slot;
-  Taken(slot, record.sequence);
-  if (watch_error != 0) {
-    // Out of descriptors, or no pidfd_open (Linux < 5.3): the backends are
-    // reaped by waitpid(-1) from here on, and the run fails.
-    reap_pidfd_ = false;
-    Fail(FailedCall::kPidfd, watch_error);
-  }
-}
-
-int Postmaster::WatchChild(pid_t pid, size_t slot) {
-  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  if (pidfd < 0) return errno;
-  epoll_event ev{};
-  ev.events = EPOLLIN;  // readable once the process has exited
-  ev.data.u64 = static_cast<uint64_t>(pid);
-  if (epoll_ctl(reap_epoll_, EPOLL_CTL_ADD, pidfd, &ev) != 0) {
-    const int error = errno;
-    close(pidfd);
-    return error;
-  }
-  pidfds_[slot] = pidfd;
-  return 0;
-}
-
-void Postmaster::Reap() {
-  if (reap_pidfd_) {
-    ReapByPidfd();
-    return;
-  }
-  int status;
-  rusage usage;
-  pid_t pid;
-  while ((pid = wait4(-1, &status, WNOHANG, &usage)) != 0) {
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      // ECHILD: nothing left to wait for (children reaped elsewhere; or
-      // backends are threads, whose slots are not these)
-      for (const auto& [gone, slot] : live_) Freed(slot);
-      live_.clear();
-      break;
-    }
-    Reaped(pid, status, usage);
-  }
-}
-
-// Each backend whose pidfd is readable has exited: wait4 on its pid alone.
-void Postmaster::ReapByPidfd() {
-  epoll_event exited[64];
-  int n;
-  do {
-    n = epoll_wait(reap_epoll_, exited, static_cast<int>(std::size(exited)), 0);
-    for (int i = 0; i < n; ++i) {
-      const pid_t pid = static_cast<pid_t>(exited[i].data.u64);
-      int status;
-      rusage usage;
-      pid_t got;
-      while ((got = wait4(pid, &status, WNOHANG, &usage)) < 0 && errno == EINTR) {
-      }
-      if (got == pid) Reaped(pid, status, usage);
-    }
-  } while (n == static_cast<int>(std::size(exited)));
-}
-
-void Postmaster::Reaped(pid_t pid, int status, const rusage& usage) {
-  auto it = live_.find(pid);
-  if (it == live_.end()) return;
-  const size_t slot = it->second;
-  live_.erase(it);
-  if (!pidfds_.empty() && pidfds_[slot] >= 0) {
-    close(pidfds_[slot]);  // and out of the epoll set with it
-    pidfds_[slot] = -1;
-  }
-  if (c_.pool > 0) {
-    MemberEnded(slot, pid, status);
-    return;
-  }
-  Message m{};
-  m.type = Message::kBackend;
-  m.record = slots_[slot];  // the child is gone: its writes are all visible
-  CompleteRecord({.pid = pid,
-                  .wait_status = status,
-                  .usage = &usage,
-                  .forked = true,
-                  .fork_parent_cost = fork_parent_cost_[slot],
-                  .reaped_ns = NowNs()},
-                 m.record);
-  if (sample_slots_) AppendSamples(m.record.sequence, *sample_slots_->Backend(slot));
-  Freed(slot);
-  Send(m);
+  if (backends_->Start(slot, fd, before)) Taken(slot, sequence);
 }
 
 void Postmaster::ControlSaid() {
@@ -260,26 +109,14 @@ void Postmaster::Main() {
   sigprocmask(SIG_BLOCK, &chld, nullptr);
   const int sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
   BACKENDLAB_CHECK(sigfd >= 0);
+  sigfd_ = sigfd;
   void* shared = mmap(nullptr, c_.nslots * sizeof(BackendRecord), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   BACKENDLAB_CHECK(shared != MAP_FAILED);
   slots_ = static_cast<BackendRecord*>(shared);
   slot_used_.assign(c_.nslots, false);
   slot_held_.assign(c_.nslots, false);
   fork_parent_cost_.assign(c_.nslots, {});
-  if (c_.threads) {
-    int ended[2];
-    BACKENDLAB_CHECK(pipe2(ended, O_CLOEXEC | O_NONBLOCK) == 0);
-    ended_read_ = ended[0];
-    ended_write_ = ended[1];
-    threads_ = std::vector<ThreadSlot>(c_.nslots);
-    for (size_t i = 0; i < c_.nslots; ++i) {
-      threads_[i].postmaster = this;
-      threads_[i].slot = i;
-    }
-    // This process is the server its backends run in: what they malloc
-    // comes from its heap (glibc's arenas), as in a forked backend.
-    UseDefaultMallocThresholds();
-  }
+  backends_ = MakeBackends(*this);
   prctl(PR_SET_NAME, "postmaster");
   if (c_.env->weight) {
     if (absl::Status s = PreparePostmaster(*c_.env->weight); !s.ok()) {
@@ -288,47 +125,24 @@ void Postmaster::Main() {
     }
   }
   if (c_.sampler) StartSampling();
-  sigfd_ = sigfd;
-  if (c_.reap_pidfd) {
-    reap_epoll_ = epoll_create1(EPOLL_CLOEXEC);
-    BACKENDLAB_CHECK(reap_epoll_ >= 0);
-    pidfds_.assign(c_.nslots, -1);
-    reap_pidfd_ = true;
-  }
-
   SendBaseline();
-  if (c_.pool > 0) {
-    const Message::Usage before_pool = ProcessAndReaped();
-    before_pool_cpu_ns_ = before_pool.user_ns + before_pool.system_ns;
-    void* members = mmap(nullptr, c_.pool * sizeof(MemberShared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    BACKENDLAB_CHECK(members != MAP_FAILED);
-    members_ = static_cast<MemberShared*>(members);
-    pool_.assign(static_cast<size_t>(c_.pool), Member{});
-    // Built before serving: the pool's start is no connection's. A stop
-    // (the control pipe's EOF: the tool was stopped, or died) is looked
-    // for between forks, as the loop below looks between connections, so
-    // that no member is forked after it.
-    for (size_t i = 0; i < pool_.size() && !failed_ && !stopping_; ++i) {
-      if (!StartMember(i) || !AwaitReady(i)) break;  // it died (reaped below, the run fails), stopped, or a stop came
-      pool_[i].idle = pool_[i].ready = true;
-      pollfd control = {c_.control_fd, POLLIN, 0};
-      if (poll(&control, 1, 0) > 0) ControlSaid();
-    }
-  }
+  backends_->Build();
   // The server's usage is taken from here to the last backend reaped: the
   // bare forks, and the set-up above, are not a connection's.
   serving_start_ = SelfAndChildren();
+  // The loop's own descriptors; the process model's follow them.
+  constexpr size_t kLoopFds = 3;
   std::vector<pollfd> fds;
-  while (!stopping_ || Live() > 0) {
-    const bool can_accept = !stopping_ && (c_.pool > 0 ? AnyIdle() : Live() < c_.nslots);
-    fds.assign({{sigfd, POLLIN, 0}, {c_.control_fd, POLLIN, 0}, {ended_read_, POLLIN, 0}, {can_accept ? c_.listen_fd : -1, POLLIN, 0}});
-    for (const Member& m : pool_) fds.push_back({m.channel, POLLIN, 0});
+  while (!stopping_ || backends_->Live() > 0) {
+    const bool can_accept = !stopping_ && backends_->CanAccept();
+    fds.assign({{sigfd, POLLIN, 0}, {c_.control_fd, POLLIN, 0}, {can_accept ? c_.listen_fd : -1, POLLIN, 0}});
+    backends_->AddPollFds(fds);
     if (stopping_) fds[1].fd = -1;
-    // While a member serves a connection, CheckStoppedMembers looks every second.
-    const int n = poll(fds.data(), static_cast<nfds_t>(fds.size()), stopping_ ? 100 : AnyBusy() ? 1000 : -1);
+    const int n = poll(fds.data(), static_cast<nfds_t>(fds.size()), stopping_ ? 100 : backends_->PollTimeoutMs());
     if (n < 0 && errno != EINTR) {
       Fail(FailedCall::kPoll, errno);
-      KillAndReapAll();
+      backends_->KillAll();
+      RemoveFiles();
       _exit(1);
     }
     if (n < 0) continue;
@@ -336,35 +150,24 @@ void Postmaster::Main() {
       signalfd_siginfo info;
       while (read(sigfd, &info, sizeof info) == sizeof info) {
       }
-      Reap();
+      backends_->Reap();
     }
     if (!stopping_ && (fds[1].revents & (POLLIN | POLLHUP))) ControlSaid();
-    if (fds[2].revents & POLLIN) JoinEnded();
-    for (size_t i = 0; i < pool_.size(); ++i) {
-      if (fds[4 + i].fd >= 0 && fds[4 + i].fd == pool_[i].channel && (fds[4 + i].revents & (POLLIN | POLLHUP))) MemberSaid(i);
-    }
-    if (pool_closing_ && !AnyBusy()) ClosePool();
-    if (!pool_.empty()) CheckStoppedMembers();
-    if (can_accept && !stopping_ && (fds[3].revents & POLLIN)) Accept(sigfd);
+    backends_->Polled(fds.data() + kLoopFds);
+    if (can_accept && !stopping_ && (fds[2].revents & POLLIN)) Accept();
     if (stopping_ && NowNs() > stop_deadline_) {
-      ClosePool();
-      for (const auto& [pid, slot] : live_) kill(pid, SIGKILL);
-      // A thread cannot be killed alone: its connection is shut down, and
-      // its backend ends as on the client's EOF.
-      for (size_t i = 0; i < threads_.size(); ++i) {
-        if (slot_used_[i]) shutdown(threads_[i].client_fd, SHUT_RDWR);
-      }
+      backends_->EndAll();
       stop_deadline_ = INT64_MAX;
     }
-    Reap();
-    if (usage_asked_ && Serving() == held_live_) SendUsage();
+    backends_->Reap();
+    if (usage_asked_ && backends_->Serving() == held_live_) SendUsage();
   }
   SendUsage();  // without held connections: now, the last backend reaped
   if (sample_slots_) {  // before the closing bare forks: they are not the run
     profiling::Sampler::Stop();
     AppendSamples(-1, *sample_slots_->Postmaster());
   }
-  SendPoolOutside();  // every member reaped, before the closing bare forks
+  backends_->Finish();  // every backend gone, before the closing bare forks
   if (samples_lost_ > 0) {
     Message m{};
     m.type = Message::kSamplesLost;
@@ -411,16 +214,10 @@ void Postmaster::StartSampling() {
   }
 }
 
-void Postmaster::KillAndReapAll() {
-  for (const auto& [pid, slot] : live_) kill(pid, SIGKILL);
-  while (!live_.empty()) {
-    int status;
-    const pid_t pid = waitpid(-1, &status, 0);
-    if (pid < 0 && errno == EINTR) continue;
-    if (pid < 0) break;
-    live_.erase(pid);
-  }
-  RemoveFiles();
+std::unique_ptr<Backends> MakeBackends(Postmaster& pm) {
+  if (pm.config().threads) return MakeThreadBackends(pm);
+  if (pm.config().pool > 0) return MakePooledBackends(pm);
+  return MakeForkedBackends(pm);
 }
 
 void RunPostmaster(const PostmasterConfig& config) {
