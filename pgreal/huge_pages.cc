@@ -16,10 +16,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iterator>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "base/processes.h"
 #include "base/signal_safe.h"
 
 namespace backendlab::pgreal {
@@ -133,16 +134,8 @@ PutBackDone PutBackIfUnchanged(int64_t old_pages, int64_t set_pages) {
 // A process's start time (/proc/PID/stat's 22nd field, in clock ticks
 // since boot): with its pid, a name no later process can take.
 int64_t StartTime(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t end_of_name = text.rfind(')');
-  if (end_of_name == std::string::npos) return -1;
-  std::istringstream fields(text.substr(end_of_name + 2));
-  std::string field;
-  for (int i = 3; i <= 22 && fields >> field; ++i) {
-    if (i == 22) return std::atoll(field.c_str());
-  }
-  return -1;
+  const std::optional<ProcStat> stat = ReadProcStat(pid);
+  return stat ? stat->start_time : -1;
 }
 
 std::string StateLine(pid_t pid, int64_t old_pages, int64_t set_pages) {
