@@ -146,12 +146,8 @@ absl::StatusOr<CycleResult> RunInproc(const CycleOptions& options, const Backend
   return result;
 }
 
-absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const BackendEnvironment& env) {
-  CycleResult result;
-  absl::StatusOr<TempDir> dir = TempDir::Create();
-  if (!dir.ok()) return dir.status();
-  result.socket_dir = dir->path();
-  const std::string socket_path = dir->SocketPath();
+// The mock server's socket, bound and listening.
+absl::StatusOr<UniqueFd> ListenOn(const std::string& socket_path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (socket_path.size() >= sizeof addr.sun_path) {
@@ -163,6 +159,75 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
       listen(listen_fd.get(), 1024) != 0) {
     return Errno(absl::StrCat("cannot listen on ", socket_path));
   }
+  return listen_fd;
+}
+
+// What the postmaster is told of the run; its descriptors and paths are
+// the caller's to add.
+internal::PostmasterConfig PostmasterConfigOf(const CycleOptions& options, const BackendEnvironment& env) {
+  internal::PostmasterConfig config;
+  config.env = &env;
+  config.baseline_forks = options.baseline_forks;
+  config.warmup = options.hold + options.warmup;  // the first measured connection's sequence number
+  config.hold = options.hold;
+  config.sampler = options.sampler;
+  // Backends that have exited but are not reaped yet still hold a slot.
+  config.nslots = static_cast<size_t>(options.clients) * 4 + 64 + static_cast<size_t>(options.hold);
+  config.threads = options.mode == Mode::kThread;
+  if (options.mode == Mode::kPrefork) {
+    config.pool = PoolSize(options);
+    config.nslots = std::max(config.nslots, static_cast<size_t>(config.pool));
+  }
+  config.reuse_memory = options.thread_memory == ThreadMemory::kReuse;
+  config.reap_pidfd = options.reap == Reap::kPidfd;
+  return config;
+}
+
+// Memory per held connection once every held backend is ready and before
+// the loop starts: the median of the postmaster's children (the held
+// backends, or the pool's), or, backend threads, what the one process grew
+// by as they opened (`before_held`: its memory before).
+std::optional<ProcessMemory> HeldMemory(const CycleOptions& options, pid_t postmaster, const std::optional<ProcessMemory>& before_held) {
+  if (options.mode != Mode::kThread) return MedianProcessMemory(ChildrenOf(postmaster));
+  const std::optional<ProcessMemory> after = ReadProcessMemory(postmaster);
+  if (!after || !before_held) return std::nullopt;
+  auto each = [&](int64_t ProcessMemory::*field) { return ((*after).*field - (*before_held).*field) / options.hold; };
+  return ProcessMemory{.rss_kb = each(&ProcessMemory::rss_kb),
+                       .pss_kb = each(&ProcessMemory::pss_kb),
+                       .private_kb = each(&ProcessMemory::private_kb),
+                       .page_tables_kb = each(&ProcessMemory::page_tables_kb)};
+}
+
+// How a run with a postmaster ended, its wait status `status` in hand: OK,
+// or the one error that says why, the cause before its symptoms.
+absl::Status RunEnd(const CycleOptions& options, int status, bool postmaster_gone, const absl::Status& postmaster_failure,
+                    const absl::Status& run) {
+  const bool died = !WIFEXITED(status) || WEXITSTATUS(status) != 0 || postmaster_gone;
+  const std::string how =
+      WIFSIGNALED(status) ? absl::StrCat("signal ", WTERMSIG(status)) : absl::StrCat("status ", WEXITSTATUS(status));
+  // A backend thread's crash kills the server process: whatever the clients
+  // saw after it (a refused connect, a reset) is a symptom.
+  if (options.mode == Mode::kThread && WIFSIGNALED(status)) {
+    return absl::InternalError(absl::StrCat("the server process died (", how,
+                                            "): with `mode`=thread a backend that crashes takes the server and every "
+                                            "connection with it"));
+  }
+  // The postmaster's own failure first: when it fails it also closes its
+  // socket, so clients that try again meanwhile fail with ENOENT, a symptom.
+  if (!postmaster_failure.ok()) return postmaster_failure;
+  if (!run.ok()) return run;
+  if (died) return absl::InternalError(absl::StrCat("the postmaster died (", how, ")"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const BackendEnvironment& env) {
+  CycleResult result;
+  absl::StatusOr<TempDir> dir = TempDir::Create();
+  if (!dir.ok()) return dir.status();
+  result.socket_dir = dir->path();
+  const std::string socket_path = dir->SocketPath();
+  absl::StatusOr<UniqueFd> listen_fd = ListenOn(socket_path);
+  if (!listen_fd.ok()) return listen_fd.status();
   // Samples travel through a file nobody else can open: unlinked at once, so
   // it is gone with its last descriptor whatever happens.
   UniqueFd samples_fd;
@@ -199,31 +264,17 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
   if (postmaster == 0) {
     control_write.Reset();
     results_read.Reset();
-    internal::PostmasterConfig config;
-    config.env = backend_env;
-    config.listen_fd = listen_fd.get();
+    internal::PostmasterConfig config = PostmasterConfigOf(options, *backend_env);
+    config.listen_fd = listen_fd->get();
     config.control_fd = control_read.get();
     config.results_fd = results_write.get();
     config.samples_fd = samples_fd.get();
-    config.baseline_forks = options.baseline_forks;
-    config.warmup = options.hold + options.warmup;  // the first measured connection's sequence number
-    config.hold = options.hold;
-    config.sampler = options.sampler;
     config.socket_path = socket_path;
     config.dir = dir->path();
-    // Backends that have exited but are not reaped yet still hold a slot.
-    config.nslots = static_cast<size_t>(options.clients) * 4 + 64 + static_cast<size_t>(options.hold);
-    config.threads = options.mode == Mode::kThread;
-    if (options.mode == Mode::kPrefork) {
-      config.pool = PoolSize(options);
-      config.nslots = std::max(config.nslots, static_cast<size_t>(config.pool));
-    }
-    config.reuse_memory = options.thread_memory == ThreadMemory::kReuse;
-    config.reap_pidfd = options.reap == Reap::kPidfd;
     internal::RunPostmaster(config);  // never returns: no destructor of ours runs in it
   }
   const int fork_error = errno;
-  listen_fd.Reset();
+  listen_fd->Reset();
   control_read.Reset();
   results_write.Reset();
   death.reset();
@@ -248,17 +299,7 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
   absl::Status run = clients.OpenHeld();
   // Once every held backend is ready and before the loop starts, the
   // postmaster's children are the held backends (or the pool's).
-  if (run.ok() && options.hold > 0) {
-    if (options.mode != Mode::kThread) {
-      result.held_memory = MedianProcessMemory(ChildrenOf(postmaster));
-    } else if (const std::optional<ProcessMemory> after = ReadProcessMemory(postmaster); after && before_held) {
-      auto each = [&](int64_t ProcessMemory::*field) { return ((*after).*field - (*before_held).*field) / options.hold; };
-      result.held_memory = ProcessMemory{.rss_kb = each(&ProcessMemory::rss_kb),
-                                         .pss_kb = each(&ProcessMemory::pss_kb),
-                                         .private_kb = each(&ProcessMemory::private_kb),
-                                         .page_tables_kb = each(&ProcessMemory::page_tables_kb)};
-    }
-  }
+  if (run.ok() && options.hold > 0) result.held_memory = HeldMemory(options, postmaster, before_held);
   if (run.ok()) run = clients.Run();
   if (options.hold > 0) {
     // The server's usage is taken once the loop's backends are reaped and
@@ -283,21 +324,7 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
       result.server.syscalls_by_kind = counts.by_kind;
     }
   }
-  const bool died = !WIFEXITED(status) || WEXITSTATUS(status) != 0 || clients.postmaster_gone();
-  const std::string how =
-      WIFSIGNALED(status) ? absl::StrCat("signal ", WTERMSIG(status)) : absl::StrCat("status ", WEXITSTATUS(status));
-  // A backend thread's crash kills the server process: whatever the clients
-  // saw after it (a refused connect, a reset) is a symptom.
-  if (options.mode == Mode::kThread && WIFSIGNALED(status)) {
-    return absl::InternalError(absl::StrCat("the server process died (", how,
-                                            "): with `mode`=thread a backend that crashes takes the server and every "
-                                            "connection with it"));
-  }
-  // The postmaster's own failure first: when it fails it also closes its
-  // socket, so clients that try again meanwhile fail with ENOENT, a symptom.
-  if (!postmaster_failure.ok()) return postmaster_failure;
-  if (!run.ok()) return run;
-  if (died) return absl::InternalError(absl::StrCat("the postmaster died (", how, ")"));
+  if (absl::Status end = RunEnd(options, status, clients.postmaster_gone(), postmaster_failure, run); !end.ok()) return end;
   if (samples_fd.valid()) {
     internal::SampleHarvest harvest;
     result.samples_status = internal::ReadSampleChunks(samples_fd.get(), options.hold + options.warmup, harvest);
