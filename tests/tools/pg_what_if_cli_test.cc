@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -55,6 +56,36 @@ TEST_F(PgWhatIfTest, EachChangeIsARowBesideTheStockServerNamedInItsJson) {
   // Debian's 15 does not time its own set-up.
   EXPECT_NE(r.out.find("the server does not time its set-up (18+)"), std::string::npos) << r.out;
   EXPECT_TRUE(rows[0]["setup_total_ms_p50"].is_null());
+  ExpectNoServerLeft();
+}
+
+// --aa=on: beside the stock server a second copy of it, from the same data
+// directory, in the same rounds, divided by the stock row (not by the
+// what-if beside it), so that a what-if's ratio has the A/A's beside it.
+TEST_F(PgWhatIfTest, AnAaCopyOfTheStockServerIsMeasuredInTheSameRoundsAndDividedByIt) {
+  const RunResult r = Run(Small({"pg", "--rounds=2", "--aa=on", "--what-if=quick-exit", "--json=" + dir_ + "/out.json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("3 server(s) started by the tool"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("15/128MB#2 "), std::string::npos) << r.out;
+  const nlohmann::json rows = nlohmann::json::parse(ReadFile(dir_ + "/out.json"))["rows"];
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0]["aa"], false);
+  EXPECT_EQ(rows[1]["aa"], false);
+  EXPECT_EQ(rows[1]["what_if"], "quick-exit");
+  const nlohmann::json& copy = rows[2];
+  EXPECT_EQ(copy["server"], "15/128MB#2");
+  EXPECT_EQ(copy["aa"], true);
+  EXPECT_TRUE(copy["what_if"].is_null());
+  EXPECT_EQ(copy["connections"], 40);
+  for (const char* key : {"server_cpu_us", "connections_per_second"}) {
+    const std::string ratio = std::string(key) + "_vs_baseline";
+    const std::string rounds = std::string("rounds_") + key;
+    ASSERT_EQ(copy[rounds].size(), 2u) << copy.dump();
+    const double expected = std::sqrt(copy[rounds][0].get<double>() / rows[0][rounds][0].get<double>() *
+                                      copy[rounds][1].get<double>() / rows[0][rounds][1].get<double>());
+    EXPECT_NEAR(copy[ratio].get<double>(), expected, 1e-9 * expected) << ratio << ": the copy over the stock row";
+    EXPECT_TRUE(copy[ratio + "_verdict"].is_string()) << copy.dump();
+  }
   ExpectNoServerLeft();
 }
 
