@@ -136,8 +136,11 @@ namespace {
 // A whole number in [min, max] given to flag `name`: GetInt's and
 // GetIntList's one parse and wording.
 absl::StatusOr<int64_t> ParseIntIn(std::string_view name, const std::string& text, int64_t min, int64_t max) {
+  // Digits, after a '-' or not: SimpleAtoi alone would take a '+' and blanks.
+  const size_t digits = !text.empty() && text[0] == '-' ? 1 : 0;
   int64_t value;
-  if (!absl::SimpleAtoi(text, &value)) {
+  if (text.size() == digits || text.find_first_not_of("0123456789", digits) != std::string::npos ||
+      !absl::SimpleAtoi(text, &value)) {
     return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), ": ", Quoted(text), " is not a whole number"));
   }
   if (value < min || value > max) {

@@ -556,7 +556,9 @@ TEST(FlagsTest, GetListRejectsEmptyItems) {
 }
 
 TEST(FlagsTest, GetIntRejectsNonNumbersAndValuesOutsideTheRange) {
-  for (const char* value : {"0", "1001", "-1", "abc", "1.5", "3x", "99999999999999999999"}) {
+  // A sign other than '-' and blanks around the digits are no whole
+  // number either (absl::SimpleAtoi takes both).
+  for (const char* value : {"0", "1001", "-1", "abc", "1.5", "3x", "99999999999999999999", "+5", " 5", "5 ", "-", "--1"}) {
     absl::StatusOr<Flags> flags = Parse({std::string("--count=") + value});
     ASSERT_TRUE(flags.ok()) << flags.status();
     absl::StatusOr<int64_t> count = flags->GetInt("count", 1, 1000);
