@@ -5,9 +5,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
+#include <fstream>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 
 namespace backendlab::pgreal {
+namespace {
+
+// The file starts with ELF's magic number, as every shared library does.
+bool HasElfHeader(const std::string& path) {
+  char magic[4] = {};
+  std::ifstream in(path, std::ios::binary);
+  return in.read(magic, sizeof magic) && std::memcmp(magic, "\x7f" "ELF", sizeof magic) == 0;
+}
+
+}  // namespace
 
 std::string WhatIf::name() const {
   const std::string name = WhatIfRowOf(kind).name;
@@ -26,6 +40,12 @@ absl::StatusOr<WhatIf> ParseWhatIf(std::string_view text) {
       if (w.path.empty() || stat(w.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || access(w.path.c_str(), R_OK) != 0) {
         return absl::InvalidArgumentError(absl::StrCat("`what_if`=", std::string(text), ": ",
                                                        w.path.empty() ? "no library named" : "not a readable file"));
+      }
+      // Found out here, not by ld.so once a server has started (and the
+      // file been copied into its directory).
+      if (!HasElfHeader(w.path)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("`what_if`=", std::string(text), ": not a shared library (no ELF header)"));
       }
       return w;
     }

@@ -70,6 +70,11 @@ TEST(WhatIfNames, EachParsesToItsNameAndAnUnknownOneListsTheKnown) {
   EXPECT_THAT(unknown.status().message(), HasSubstr("preload:PATH"));
   EXPECT_TRUE(absl::IsInvalidArgument(ParseWhatIf("preload:").status()));
   EXPECT_TRUE(absl::IsInvalidArgument(ParseWhatIf("preload:/no/such/library.so").status()));
+  // A readable file that is no shared library is refused before any server
+  // starts, naming why (the probe's /etc/passwd started a server first).
+  const absl::Status not_elf = ParseWhatIf("preload:/etc/passwd").status();
+  EXPECT_TRUE(absl::IsInvalidArgument(not_elf)) << not_elf;
+  EXPECT_THAT(not_elf.message(), HasSubstr("not a shared library (no ELF header)"));
   const std::vector<std::string> twice = {"quick-exit", "quick-exit"};
   EXPECT_TRUE(absl::IsInvalidArgument(ParseWhatIfs(twice).status()));
 }
