@@ -107,6 +107,10 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOpt
       if (initgroups(options.user->name.c_str(), options.user->gid) != 0) ChildFail("initgroups");
       if (setgid(options.user->gid) != 0) ChildFail("setgid");
       if (setuid(options.user->uid) != 0) ChildFail("setuid");
+      // The caller's directory may be one that user cannot enter (a 0700
+      // directory of root's): postgres -C resolves its own path from
+      // there and failed. Every path given to the child is absolute.
+      if (chdir("/") != 0) ChildFail("chdir /");
     }
     // The log is opened as the child's user, not as root, and never through
     // a symbolic link: the directory belongs to that user.
