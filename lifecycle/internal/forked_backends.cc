@@ -52,8 +52,10 @@ class ForkedBackends final : public Backends {
   void Reap() override {
     children_.Reap(
         [this](pid_t pid, size_t slot, int status, const rusage& usage) {
+          // Reaped now: writing its samples is not the reap's.
+          const int64_t reaped_ns = NowNs();
           if (pm_.sample_slots()) pm_.AppendSamples(pm_.record(slot).sequence, *pm_.sample_slots()->Backend(slot));
-          pm_.Ended(slot, {.pid = pid, .wait_status = status, .usage = &usage, .forked = true, .reaped_ns = NowNs()});
+          pm_.Ended(slot, {.pid = pid, .wait_status = status, .usage = &usage, .forked = true, .reaped_ns = reaped_ns});
         },
         [this](size_t slot) { pm_.Freed(slot); });
   }
