@@ -25,6 +25,7 @@
 #include "lifecycle/backend.h"
 #include "lifecycle/internal/backends.h"
 #include "lifecycle/internal/children.h"
+#include "lifecycle/internal/io.h"
 #include "lifecycle/internal/postmaster_state.h"
 #include "lifecycle/internal/protocol.h"
 
