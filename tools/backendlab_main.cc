@@ -24,6 +24,7 @@
 #include "tools/diff_command.h"
 #include "tools/latch_command.h"
 #include "tools/layouts_command.h"
+#include "tools/machine_header.h"
 #include "tools/pg_command.h"
 #include "tools/profile_command.h"
 #include "tools/waits_command.h"
@@ -66,7 +67,7 @@ constexpr Command kCommands[] = {
 void PrintUsage(std::ostream& out) {
   out << "usage: backendlab <command> [--flag=value ...]\n\ncommands:\n";
   for (const Command& c : kCommands) out << "  " << c.name << "  " << c.summary << "\n";
-  out << "\n'backendlab <command> --help' lists a command's flags.\n";
+  out << "\n'backendlab <command> --help' lists a command's flags; 'backendlab --version' the version and commit.\n";
 }
 
 // A closed descriptor 0, 1 or 2 would be handed to the next file the run
@@ -147,6 +148,10 @@ int main(int argc, char** argv) {
   }
   if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
     PrintUsage(std::cout);
+    return StdoutWritten("") ? 0 : 1;
+  }
+  if (std::strcmp(argv[1], "--version") == 0) {
+    std::cout << backendlab::tools::VersionLine() << "\n";
     return StdoutWritten("") ? 0 : 1;
   }
   for (const Command& c : kCommands) {

@@ -3,6 +3,7 @@
 #include "tools/machine_header.h"
 
 #include "absl/strings/str_cat.h"
+#include "backendlab_commit.h"  // generated: tools/version.cmake
 #include "base/check.h"
 #include "base/resource_usage.h"
 
@@ -16,7 +17,16 @@ nlohmann::json MachineHeader() {
         {"transparent_hugepages", m.transparent_hugepages}}},
       {"build_type", BACKENDLAB_BUILD_TYPE},
       {"assert_checking", kAssertChecking},
+      {"version", Version()},
+      {"commit", Commit()},
   };
+}
+
+const char* Version() { return BACKENDLAB_VERSION; }
+const char* Commit() { return BACKENDLAB_COMMIT; }
+
+std::string VersionLine() {
+  return absl::StrCat("backendlab ", Version(), " (commit ", Commit(), ", build ", BACKENDLAB_BUILD_TYPE, ")");
 }
 
 std::string MachineLine(const nlohmann::json& header) {

@@ -13,8 +13,16 @@
 namespace backendlab::tools {
 
 // {"machine": {"cpu_model", "cores", "kernel", "transparent_hugepages"},
-//  "build_type", "assert_checking"}
+//  "build_type", "assert_checking", "version", "commit"}
 nlohmann::json MachineHeader();
+
+// The project's version ("0.1.0") and the commit the tool was built from
+// (12 hex digits, "-dirty" when a tracked file differed from it; "unknown"
+// outside a git checkout); and --version's line: "backendlab 0.1.0
+// (commit 0123456789ab, build Release)".
+const char* Version();
+const char* Commit();
+std::string VersionLine();
 // One line for the text report: "machine: AMD EPYC, 2 cores, Linux 6.1; build Release".
 std::string MachineLine(const nlohmann::json& header);
 
