@@ -1,9 +1,16 @@
 // The real backendlab binary as a whole: commands, help, exit codes, one-line
 // errors whatever the input, and output that did not reach stdout.
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/test_util/run_program.h"
 #include "tests/tools/cli_fixture.h"
 
 namespace backendlab::tools {
@@ -40,6 +47,79 @@ TEST_F(MainCliTest, HelpExitsZeroWithUsageOnStdout) {
     EXPECT_NE(help.out.find("usage: backendlab " + std::string(command)), std::string::npos) << help.out;
     EXPECT_TRUE(help.err.empty()) << help.err;
   }
+}
+
+// --version: one line with the project's version, the commit the tool was
+// built from and its build type; every report's JSON header names the same
+// version and commit, so a result says what made it.
+TEST_F(MainCliTest, VersionNamesTheVersionAndCommitThatEveryJsonHeaderNamesToo) {
+  const RunResult r = Run({"--version"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(r.out, m, std::regex(R"(backendlab (\d+\.\d+\.\d+) \(commit ([0-9a-f]{12}(-dirty)?|unknown), build ([^)]+)\)\n)")))
+      << r.out;
+  EXPECT_EQ(m[4].str(), BACKENDLAB_BUILD_TYPE);
+  const std::string json = dir_ + "/layouts.json";
+  const RunResult run = Run({"layouts", "--shared-buffers=128MB", "--rounds=1", "--json=" + json});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json header = nlohmann::json::parse(test_util::ReadFile(json))["header"];
+  EXPECT_EQ(header["version"], m[1].str()) << header.dump();
+  EXPECT_EQ(header["commit"], m[2].str()) << header.dump();
+}
+
+// Every `tools/backendlab COMMAND --flag...` quoted in README.md and docs/
+// names a command and flags the tool knows (its --help lists them), so the
+// docs cannot drift from the CLI. A command is read from "tools/backendlab"
+// to the end of its line (lines ending in a backslash joined), a closing
+// backtick or a shell operator.
+TEST_F(MainCliTest, EveryCommandTheDocsQuoteHasFlagsTheToolKnows) {
+  // command -> its flags; `install` is tools/backendlab's own (the wrapper's).
+  std::map<std::string, std::set<std::string>> known = {{"install", {"prefix", "help"}}};
+  auto flags_of = [&](const std::string& command) -> const std::set<std::string>* {
+    if (auto it = known.find(command); it != known.end()) return &it->second;
+    const RunResult help = Run({command, "--help"});
+    if (help.exit_code != 0) return nullptr;
+    std::set<std::string>& names = known[command];
+    names.insert("help");
+    const std::regex flag_line(R"(^\s+--([a-z0-9-]+))");
+    std::istringstream lines(help.out);
+    for (std::string line; std::getline(lines, line);) {
+      std::smatch m;
+      if (std::regex_search(line, m, flag_line)) names.insert(m[1].str());
+    }
+    return &names;
+  };
+  std::vector<std::filesystem::path> files = {std::filesystem::path(BACKENDLAB_SOURCE_DIR) / "README.md"};
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(BACKENDLAB_SOURCE_DIR) / "docs")) {
+    if (entry.path().extension() == ".md") files.push_back(entry.path());
+  }
+  int commands = 0;
+  std::vector<std::string> wrong;
+  for (const std::filesystem::path& file : files) {
+    const std::string text = std::regex_replace(test_util::ReadFile(file.string()), std::regex(R"(\\\n\s*)"), " ");
+    const std::regex quoted(R"(tools/backendlab ([a-z]+)([^\n`|;&>]*))");
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), quoted); it != std::sregex_iterator(); ++it) {
+      const std::string command = (*it)[1].str();
+      const std::string where = file.filename().string() + ": tools/backendlab " + command + (*it)[2].str();
+      ++commands;
+      const std::set<std::string>* names = flags_of(command);
+      if (names == nullptr) {
+        wrong.push_back(where + "  (no such command)");
+        continue;
+      }
+      std::istringstream words((*it)[2].str());
+      for (std::string word; words >> word;) {
+        if (!word.starts_with("--")) continue;
+        const std::string name = word.substr(2, word.find('=') == std::string::npos ? std::string::npos : word.find('=') - 2);
+        if (!names->contains(name)) wrong.push_back(where + "  (--" + name + " unknown)");
+      }
+    }
+  }
+  EXPECT_GE(commands, 50) << "the docs quote this many commands: too few to be the docs";
+  std::string list;
+  for (const std::string& w : wrong) list += "\n  " + w;
+  EXPECT_TRUE(wrong.empty()) << wrong.size() << " quoted commands the tool would refuse:" << list;
 }
 
 // Defect 11: a newline in a flag value gave a two-line error. Every command,
