@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "base/runtime_files.h"
 
 namespace backendlab::pgreal {
 namespace {
@@ -87,7 +88,8 @@ absl::Status ApplyWhatIf(const WhatIf& what_if, ServerOptions& options) {
 std::string WhatIfLibraryPath(WhatIfKind kind) {
   const WhatIfRow& row = WhatIfRowOf(kind);
   if (*row.library == '\0') return "";
-  return absl::StrCat(BACKENDLAB_WHAT_IF_LIBRARY_DIR, "/libbackendlab_", row.library, ".so");
+  const std::string file = absl::StrCat("libbackendlab_", row.library, ".so");
+  return RuntimeFile(file, absl::StrCat(BACKENDLAB_WHAT_IF_LIBRARY_DIR, "/", file));
 }
 
 }  // namespace backendlab::pgreal

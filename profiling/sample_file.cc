@@ -11,12 +11,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/runtime_files.h"
 #include "profiling/internal/sample_file_header.h"
 #include "profiling/sampler.h"
 
 namespace backendlab::profiling {
 
-std::string SamplerLibraryPath() { return BACKENDLAB_SAMPLER_LIBRARY; }
+std::string SamplerLibraryPath() { return RuntimeFile("libbackendlab_sampler.so", BACKENDLAB_SAMPLER_LIBRARY); }
 
 absl::StatusOr<SampleFile> SampleFile::Create(const std::string& path, uint32_t capacity, int frequency_hz,
                                               const std::optional<Owner>& owner) {

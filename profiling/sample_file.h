@@ -21,7 +21,8 @@ namespace internal {
 struct SampleFileHeader;
 }  // namespace internal
 
-// The library this build made (an absolute path in the build tree).
+// The sampler library: an installed tool's (base/runtime_files.h), or the
+// one this build made (an absolute path in the build tree).
 std::string SamplerLibraryPath();
 
 class SampleFile {
