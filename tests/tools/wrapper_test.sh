@@ -62,4 +62,33 @@ if [ -n "$missing" ] && [ -x /usr/lib/postgresql/15/bin/postgres ]; then
   expect_needs "--npm" "$missing" pg "--pg-versions=15,$missing,9"
   expect_needs "" "" pg --explain-phases "--pg-versions=$missing"
 fi
+# `tools/backendlab install`: a prefix that is relative, or under something
+# no directory can be made in, is one line and exit 2 before anything is
+# built; an install goes in whole, and one that cannot finish leaves nothing.
+install_usage() {
+  local rc=0 err
+  err="$(BACKENDLAB_PRESET="$preset" "$root/tools/backendlab" install "$@" 2>&1 >/dev/null)" || rc=$?
+  if [ "$rc" -ne 2 ] || [ "$(printf '%s\n' "$err" | wc -l)" -ne 1 ] || [[ "$err" != "backendlab install: "* ]]; then
+    echo "tools/backendlab install $*: rc $rc, expected 2 and one line; said: $err" >&2
+    fail=1
+  fi
+}
+install_usage --prefix=relative/dir
+install_usage --prefix=
+install_usage --prefix=/proc/backendlab
+install_usage --frobnicate
+BACKENDLAB_PRESET="$preset" "$root/tools/backendlab" install --prefix="$work/prefix" >install.out 2>install.err || {
+  echo "tools/backendlab install failed:" >&2; cat install.err >&2; fail=1; }
+for f in bin/backendlab lib/backendlab/libbackendlab_sampler.so share/doc/backendlab/LICENSE; do
+  [ -f "$work/prefix/$f" ] || { echo "install: no $f in the prefix" >&2; fail=1; }
+done
+"$work/prefix/bin/backendlab" --version | grep -q "^backendlab " || { echo "the installed tool has no --version" >&2; fail=1; }
+# lib/ a file: lib/backendlab cannot be made, after bin/ and share/ may have been.
+mkdir "$work/blocked"
+touch "$work/blocked/lib"
+rc=0
+BACKENDLAB_PRESET="$preset" "$root/tools/backendlab" install --prefix="$work/blocked" >/dev/null 2>blocked.err || rc=$?
+[ "$rc" -eq 1 ] || { echo "install into a prefix whose lib is a file: rc $rc, expected 1" >&2; fail=1; }
+left="$(cd "$work/blocked" && find . -mindepth 1 | sort | tr '\n' ' ')"
+[ "$left" = "./lib " ] || { echo "a failed install left: $left" >&2; fail=1; }
 exit "$fail"
