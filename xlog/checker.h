@@ -38,7 +38,7 @@ struct CheckResult {
   bool ok() const { return violations == 0; }
 };
 
-// What one read may not be (facts/XLOG.md, invariants 1-4).
+// What one read may not be (xlog/README.md, invariants 1-4).
 enum class ReadVerdict {
   kOk,
   kWentBackwards,    // below an earlier read of the same reader

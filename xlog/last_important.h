@@ -21,7 +21,7 @@ namespace backendlab::xlog {
 using Lsn = uint64_t;
 inline constexpr Lsn kInvalidLsn = 0;
 
-// A reader must never see half of an LSN (facts/XLOG.md, invariant 5), and the
+// A reader must never see half of an LSN (xlog/README.md, invariant 5), and the
 // atomic variants must not hide a lock inside std::atomic.
 static_assert(std::atomic<Lsn>::is_always_lock_free,
               "the atomic variants need lock-free 64-bit atomics: a hidden lock would be a fifth design");

@@ -49,7 +49,7 @@ TYPED_TEST(CheckerTest, OneLockAndManyWorkersToo) {
   EXPECT_TRUE(r.ok()) << r.violations << " violations; the first: " << r.first_violation;
 }
 
-// The bug facts/XLOG.md warns of: a central atomic set by a plain store goes
+// The bug xlog/README.md warns of: a central atomic set by a plain store goes
 // backwards when inserters holding different locks finish out of order.
 struct CentralAtomicPlainStore {
   static constexpr std::string_view kName = "central-atomic-plain-store";
