@@ -122,6 +122,33 @@ TEST_F(MainCliTest, EveryCommandTheDocsQuoteHasFlagsTheToolKnows) {
   EXPECT_TRUE(wrong.empty()) << wrong.size() << " quoted commands the tool would refuse:" << list;
 }
 
+// Nothing in the repository cites a file outside it: the reviews, seeds and
+// facts files its developers read are not shipped, so a doc or a comment
+// that points there points nowhere (what it needs is written in, with its
+// original source).
+TEST(RepositoryTest, NothingCitesAFileOutsideIt) {
+  const std::filesystem::path root(BACKENDLAB_SOURCE_DIR);
+  const std::regex outside(R"((\.\./shared/|shared/(facts|reviews|seeds)/|\bfacts/[A-Z_]+\.md))");
+  int files = 0;
+  std::vector<std::string> citing;
+  for (auto it = std::filesystem::recursive_directory_iterator(root); it != std::filesystem::recursive_directory_iterator(); ++it) {
+    const std::string name = it->path().filename().string();
+    if (it->is_directory() && (name == "build" || name == ".git" || name == "node_modules" || name == ".cache")) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    const std::string ext = it->path().extension().string();
+    if (!it->is_regular_file() || (ext != ".md" && ext != ".cc" && ext != ".h" && ext != ".sh" && ext != ".txt")) continue;
+    ++files;
+    const std::string text = test_util::ReadFile(it->path().string());
+    if (std::regex_search(text, outside)) citing.push_back(std::filesystem::relative(it->path(), root).string());
+  }
+  EXPECT_GE(files, 100) << "too few files read to be the repository";
+  std::string list;
+  for (const std::string& f : citing) list += "\n  " + f;
+  EXPECT_TRUE(citing.empty()) << "files citing something outside the repository:" << list;
+}
+
 // Defect 11: a newline in a flag value gave a two-line error. Every command,
 // whichever part of it words the error, prints one line.
 TEST_F(MainCliTest, ControlCharactersInInputAreEscapedOnOneLine) {
