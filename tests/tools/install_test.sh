@@ -16,7 +16,8 @@ trap 'rm -rf "$work"' EXIT
 prefix="$work/prefix"
 cmake --install "$build" --prefix "$prefix" >"$work/install.log"
 for f in bin/backendlab lib/backendlab/libbackendlab_sampler.so lib/backendlab/libbackendlab_quick_exit.so \
-  lib/backendlab/libbackendlab_openssl_no_atexit.so share/doc/backendlab/LICENSE share/doc/backendlab/README.md; do
+  lib/backendlab/libbackendlab_openssl_no_atexit.so share/doc/backendlab/LICENSE share/doc/backendlab/README.md \
+  share/bash-completion/completions/backendlab; do
   [ -f "$prefix/$f" ] || { echo "not installed: $f" >&2; cat "$work/install.log" >&2; exit 1; }
 done
 mkdir "$work/elsewhere"
@@ -37,5 +38,13 @@ unshare -m --propagation private bash -c '
     --warmup=1 --max-time=10s >pg.out 2>pg.err || { cat pg.err >&2; exit 1; }
   grep -q "^15/128MB +quick-exit " pg.out || { echo "pg printed no what-if row:" >&2; cat pg.out >&2; exit 1; }
   grep -q "^built-in sampler: " pg.out || { echo "pg printed no sampler line:" >&2; cat pg.out >&2; exit 1; }
+  # Bash completion, from the installed tool'"'"'s own --help: commands, then a command'"'"'s flags.
+  export PATH="$prefix/bin:$PATH"
+  source "$prefix/share/bash-completion/completions/backendlab"
+  complete_words() { COMP_WORDS=("$@"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); COMPREPLY=(); _backendlab; echo "${COMPREPLY[*]}"; }
+  [ "$(complete_words backendlab c)" = "compare cycle calibrate catcache" ] ||
+    { echo "completing backendlab c gave: $(complete_words backendlab c)" >&2; exit 1; }
+  [ "$(complete_words backendlab pg --what)" = "--what-if=" ] ||
+    { echo "completing backendlab pg --what gave: $(complete_words backendlab pg --what)" >&2; exit 1; }
 ' _ "$root" "$work/elsewhere" "$prefix"
 echo "installed into a fresh prefix; compare and pg ran from it with the checkout hidden"
