@@ -137,7 +137,7 @@ Report CompareReport(const CompareMatrix& matrix, const CompareStats& stats, std
 void PrintCompareNotes(const CompareMatrix& matrix, const CompareStats& stats, bool aa,
                        std::span<const pgreal::PgTargetResult> targets, std::ostream& out) {
   const bool one_clients = matrix.clients.size() == 1;
-  out << "\nCPU us/conn: the whole server's CPU (postmaster and backends, user and kernel) per connection;\n"
+  out << "\nserver CPU us: the whole server's CPU (postmaster and backends, user and kernel) per connection;\n"
       << (one_clients ? absl::StrCat("conn/s with ", ClientsText(matrix.clients[0]), " in flight")
                       : std::string("conn/s with the row's clients in flight (1: one at a time; >= 2 x cores: saturation)"))
       << ". Both: median over rounds, +-half its 95 % interval.\n"
