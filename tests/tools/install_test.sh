@@ -10,6 +10,8 @@ set -euo pipefail
 root="$1" build="$2"
 [ "$(id -u)" -eq 0 ] || { echo "needs root: the checkout is hidden from the installed tool in a mount namespace of its own"; exit 77; }
 command -v unshare >/dev/null || { echo "needs unshare (util-linux)"; exit 77; }
+unshare -m --propagation private true 2>/dev/null ||
+  { echo "needs a mount namespace: unshare -m is refused here ($(unshare -m true 2>&1 | head -1))"; exit 77; }
 [ -x /usr/lib/postgresql/15/bin/postgres ] || { echo "needs postgresql: Debian's postgresql-15 (tools/install-deps --test)"; exit 77; }
 work="$(mktemp -d /tmp/backendlab-install-test.XXXXXX)"  # not under the checkout, which the run hides
 trap 'rm -rf "$work"' EXIT
