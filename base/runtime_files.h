@@ -8,7 +8,13 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/statusor.h"
+
 namespace backendlab {
+
+// The running binary's path (/proc/self/exe's target); Unavailable,
+// "readlink /proc/self/exe: <strerror>", where it cannot be read.
+absl::StatusOr<std::string> ThisExecutable();
 
 // The directory an installed tool keeps them in, relative to its binary's.
 inline constexpr std::string_view kInstalledLibraryDir = "../lib/backendlab";

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +20,7 @@
 #include "base/compiler.h"
 #include "base/interleaved.h"
 #include "base/interrupt.h"
+#include "base/runtime_files.h"
 #include "buffers/exit_check.h"
 #include "buffers/refcount_table.h"
 #include "lifecycle/cycle.h"
@@ -47,11 +47,9 @@ namespace {
 absl::StatusOr<profiling::FoldedStacks> RecordUnderPerf(std::span<const std::string> args, const std::string& dir,
                                                         int frequency_hz,
                                                         const std::function<void(const std::string&)>& say) {
-  std::array<char, 4096> self{};
-  if (readlink("/proc/self/exe", self.data(), self.size() - 1) <= 0) {
-    return absl::UnavailableError(absl::StrCat("readlink /proc/self/exe: ", std::strerror(errno)));
-  }
-  profiling::PerfRecordOptions options{.command = {self.data(), "cycle"},
+  absl::StatusOr<std::string> self = ThisExecutable();
+  if (!self.ok()) return self.status();
+  profiling::PerfRecordOptions options{.command = {*self, "cycle"},
                                        .data_path = dir + "/perf.data",
                                        .output_path = dir + "/perf-cycle.txt",
                                        .frequency_hz = frequency_hz};
