@@ -2,6 +2,7 @@
 // off the one list (pgreal/what_if/what_if_list.h).
 #include "pgreal/what_if.h"
 
+#include <elf.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,9 +18,9 @@ namespace {
 
 // The file starts with ELF's magic number, as every shared library does.
 bool HasElfHeader(const std::string& path) {
-  char magic[4] = {};
+  char magic[SELFMAG] = {};
   std::ifstream in(path, std::ios::binary);
-  return in.read(magic, sizeof magic) && std::memcmp(magic, "\x7f" "ELF", sizeof magic) == 0;
+  return in.read(magic, sizeof magic) && std::memcmp(magic, ELFMAG, SELFMAG) == 0;
 }
 
 }  // namespace
