@@ -206,6 +206,10 @@ int Ponger(PingPongShared<L>& s, const RunSpec& spec) {
       L::Set(s.latch[0]);
       continue;
     }
+    // The run's end (stop() sets this latch too): the pinger's closing -1
+    // never comes when it saw the end before this process owned its latch,
+    // which a loaded CPU both are pinned to can delay past a short run.
+    if (s.phase.load(std::memory_order_relaxed) == kStop) break;
     const uint32_t events = latch->Wait(-1);
     if (events & kWaitFailed) {
       r.Fail(absl::StrCat("wait failed: ", std::strerror(errno)));
