@@ -26,6 +26,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/interrupt.h"
+#include "base/statistics.h"
 
 namespace backendlab {
 
@@ -84,13 +85,15 @@ inline std::vector<size_t> RoundOrder(uint64_t seed, int64_t round, size_t confi
 // in each round, in RoundOrder, then after_round(round), which returns a
 // Status, or a StatusOr<bool>: false when no further round is wanted (the
 // answer is precise enough, or time is up). Shows "name: round i/n, run k"
-// on stderr while it runs if stderr is a terminal. Stops at the first error
+// on stderr while it runs if stderr is a terminal. With `active`, only the
+// configurations it marks are measured (the others have left the rounds;
+// the order of those left stays the shuffled one). Stops at the first error
 // and returns it, and before the next run once a stop was asked for
 // (StopRequested(): never reset, so a signal that arrived during a run,
 // after its own loop had looked, still ends the matrix): StoppedStatus().
 template <typename Measure, typename AfterRound>
 absl::Status RunInterleaved(std::string_view name, const RoundPlan& plan, size_t configs, Measure measure,
-                            AfterRound after_round) {
+                            AfterRound after_round, const std::vector<bool>* active = nullptr) {
   const bool progress = isatty(STDERR_FILENO);
   const std::string label(name);
   size_t done = 0;
@@ -98,6 +101,7 @@ absl::Status RunInterleaved(std::string_view name, const RoundPlan& plan, size_t
   bool more = true;
   for (int64_t round = 0; round < plan.rounds && more && status.ok(); ++round) {
     for (const size_t i : RoundOrder(plan.seed, round, configs, plan.groups)) {
+      if (active != nullptr && !(*active)[i]) continue;
       if (StopRequested()) {
         status = StoppedStatus();
         break;
@@ -133,58 +137,73 @@ absl::Status RunInterleaved(std::string_view name, const RoundPlan& plan, size_t
 }
 
 // When interleaved rounds may end before their count: once every ratio of
-// the run is precise enough, or before a round that would end past a time.
+// the run is decided, or before a round that would end past a time.
 struct Precision {
-  double half_width = 0;  // relative half-width every ratio's 95 % interval must reach; 0: every round runs
+  // The relative half-width a ratio's interval must reach, beside its
+  // verdict, before it is done; 0: its verdict alone.
+  double half_width = 0;
   absl::Duration max_time = absl::InfiniteDuration();  // no round is begun that would end past this
 };
 
-// Below 6 rounds an order-statistic interval of a median does not reach
-// 95 %: precision never ends a run sooner.
-inline constexpr int64_t kMinPreciseRounds = 6;
-
-// What ended a run under a Precision: its count of rounds, its time (a
-// round that would have ended past max_time was not begun), or its
-// precision (every ratio within half_width before the count). A report
-// says which: an interval read at a stop the data chose is not one of a
-// count fixed beforehand.
-enum class RoundsEnd { kCount, kTime, kPrecision };
+// What ended a run: its count of rounds, its time (a round that would have
+// ended past max_time was not begun), or its ratios (every one decided, and
+// as precise as asked, at a look before the count).
+enum class RoundsEnd { kCount, kTime, kDecided };
 
 // How a run under a Precision ended.
 struct PreciseRun {
-  int64_t rounds = 0;            // rounds run to their end
+  int64_t rounds = 0;            // rounds run to their end, by the configuration that ran the most
   RoundsEnd ended_by = RoundsEnd::kCount;
+  std::vector<int64_t> looks;    // the rounds planned for looks (LookRounds)
+  int looks_taken = 0;           // the last one at the run's end where time ended it
   absl::Duration elapsed;        // of the rounds
-  absl::Duration statistics;     // of the precision checks: what asking cost
+  absl::Duration statistics;     // of the looks: what deciding cost
 };
 
-// RunInterleaved, ended by `precision` too: after each round the run stops
-// if another round, as long as the last one, would end past max_time, and,
-// from kMinPreciseRounds on with a half_width asked for, once
-// worst_half_width() (the widest ratio's relative half-width over the rounds
-// so far) is within it. `run` says how it ended.
-template <typename Measure, typename WorstHalfWidth>
-absl::Status RunUntilPrecise(std::string_view name, const RoundPlan& plan, const Precision& precision, size_t configs,
-                             Measure measure, WorstHalfWidth worst_half_width, PreciseRun& run) {
+// RunInterleaved, ended sooner by `precision` and by the run's ratios: after
+// each round the run stops if another round, as long as the last one, would
+// end past max_time; at each look (LookRounds(plan.rounds)) it asks
+// needed(), which returns, per configuration, whether it still needs
+// rounds (a ratio of it undecided, or short of the precision): those that
+// do not leave the rounds for good, and the run ends when none is left. The
+// caller reads every ratio at PerLookConfidence(run.looks), at every look
+// and at the end, so that the stop the data chose keeps the coverage
+// stated. `run` says how it ended.
+template <typename Measure, typename Needed>
+absl::Status RunUntilDecided(std::string_view name, const RoundPlan& plan, const Precision& precision, size_t configs,
+                             Measure measure, Needed needed, PreciseRun& run) {
   const absl::Time start = absl::Now();
   absl::Time round_start = start;
   run = PreciseRun{};
-  absl::Status status = RunInterleaved(name, plan, configs, measure, [&](int64_t round) -> absl::StatusOr<bool> {
-    const absl::Time now = absl::Now();
-    const absl::Duration last = now - round_start;
-    round_start = now;
-    run.rounds = round + 1;
-    if (run.rounds < plan.rounds && now - start + last > precision.max_time) {
-      run.ended_by = RoundsEnd::kTime;
-      return false;
-    }
-    if (precision.half_width <= 0 || run.rounds < kMinPreciseRounds || run.rounds >= plan.rounds) return true;
-    const absl::Time t0 = absl::Now();
-    const bool precise = worst_half_width() <= precision.half_width;
-    run.statistics += absl::Now() - t0;
-    if (precise) run.ended_by = RoundsEnd::kPrecision;
-    return !precise;
-  });
+  run.looks = LookRounds(plan.rounds);
+  std::vector<bool> active(configs, true);
+  size_t next_look = 0;
+  absl::Status status = RunInterleaved(
+      name, plan, configs, measure,
+      [&](int64_t round) -> absl::StatusOr<bool> {
+        const absl::Time now = absl::Now();
+        const absl::Duration last = now - round_start;
+        round_start = now;
+        run.rounds = round + 1;
+        if (run.rounds < plan.rounds && now - start + last > precision.max_time) {
+          // The end: its statistics are the last look, in place of the next one planned.
+          run.ended_by = RoundsEnd::kTime;
+          if (next_look < run.looks.size()) ++run.looks_taken;
+          return false;
+        }
+        if (next_look >= run.looks.size() || run.looks[next_look] != run.rounds) return true;
+        ++next_look;
+        ++run.looks_taken;
+        if (run.rounds >= plan.rounds) return false;
+        const absl::Time t0 = absl::Now();
+        const std::vector<bool> still = needed();
+        run.statistics += absl::Now() - t0;
+        for (size_t i = 0; i < configs && i < still.size(); ++i) active[i] = active[i] && still[i];
+        if (std::any_of(active.begin(), active.end(), [](bool a) { return a; })) return true;
+        run.ended_by = RoundsEnd::kDecided;
+        return false;
+      },
+      &active);
   run.elapsed = absl::Now() - start;
   return status;
 }

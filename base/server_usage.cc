@@ -6,7 +6,7 @@
 
 namespace backendlab {
 
-ServerStats ComputeServerStats(const MeasuredRounds& row, const MeasuredRounds* baseline) {
+ServerStats ComputeServerStats(const MeasuredRounds& row, const MeasuredRounds* baseline, const RatioRule& rule) {
   ServerStats s;
   s.rate = MedianWithInterval(row.rates);
   const std::vector<double> cpu = CpuUsByRound(row.server);
@@ -27,9 +27,9 @@ ServerStats ComputeServerStats(const MeasuredRounds& row, const MeasuredRounds* 
     if (s.has_cpu) s.cpu_vs_baseline = SelfRatio(static_cast<int>(cpu.size()));
     return s;
   }
-  s.rate_vs_baseline = PairedRatioOfCommonRounds(row.rates, baseline->rates, Better::kHigher);
+  s.rate_vs_baseline = PairedRatioOfCommonRounds(row.rates, baseline->rates, Better::kHigher, rule);
   if (s.has_cpu) {
-    s.cpu_vs_baseline = PairedRatioOfCommonRounds(cpu, CpuUsByRound(baseline->server), Better::kLower);
+    s.cpu_vs_baseline = PairedRatioOfCommonRounds(cpu, CpuUsByRound(baseline->server), Better::kLower, rule);
   }
   return s;
 }

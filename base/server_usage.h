@@ -155,9 +155,10 @@ struct ServerStats {
 // `row` alone (baseline null: no ratios), or against `baseline`; the
 // baseline itself is passed as `row` and `baseline` both, and gets
 // SelfRatio. A ratio is absent where no round has both figures. A run
-// stopped early may leave one row a round ahead: ratios pair the rounds
-// both have.
-ServerStats ComputeServerStats(const MeasuredRounds& row, const MeasuredRounds* baseline);
+// stopped early may leave one row a round ahead, and a row that left the
+// rounds once decided has fewer than its baseline: ratios pair the rounds
+// both have. `rule`: how they are read (base/statistics.h).
+ServerStats ComputeServerStats(const MeasuredRounds& row, const MeasuredRounds* baseline, const RatioRule& rule = {});
 
 // The widest relative half-width of the ratios in `stats`, as a precision
 // check needs it: a ratio without an interval counts as 1; a baseline's own

@@ -2,79 +2,41 @@
 #include "base/statistics.h"
 
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <random>
+#include <utility>
 #include <vector>
+
+#include "boost/math/distributions/normal.hpp"
+#include "boost/math/distributions/students_t.hpp"
 
 #include "base/check.h"
 
 namespace backendlab {
-namespace {
-
-// Student's t density with `df` degrees of freedom, its constant factor
-// precomputed (lgamma: Γ overflows a double past df ~ 340).
-struct TDensity {
-  explicit TDensity(int df)
-      : nu(df), scale(std::exp(std::lgamma((nu + 1) / 2) - std::lgamma(nu / 2)) / std::sqrt(nu * M_PI)) {}
-  double operator()(double t) const { return scale * std::pow(1 + t * t / nu, -(nu + 1) / 2); }
-  double nu;
-  double scale;
-};
-
-// The integral of `f` over [a, b] by Simpson's rule: the density is smooth,
-// so 64 panels per step keep the error far below what a quantile needs.
-template <typename F>
-double Simpson(const F& f, double a, double b) {
-  constexpr int kPanels = 64;
-  const double h = (b - a) / kPanels;
-  double sum = f(a) + f(b);
-  for (int i = 1; i < kPanels; ++i) sum += f(a + i * h) * (i % 2 == 1 ? 4 : 2);
-  return sum * h / 3;
-}
-
-double ComputeTQuantile(int df, double confidence) {
-  const double target = (1 + confidence) / 2 - 0.5;  // the mass wanted in [0, x]
-  const TDensity f(df);
-  // Newton's method on the distribution function, from the left: it is
-  // concave for x > 0, so every step stays left of the root and the mass
-  // integrated so far only grows (each step integrates just its own span).
-  double x = 0, mass = 0;
-  for (int i = 0; i < 1000; ++i) {
-    const double step = (target - mass) / f(x);
-    if (step < 1e-12 * std::max(1.0, x)) break;
-    mass += Simpson(f, x, x + step);
-    x += step;
-  }
-  return x;
-}
-
-}  // namespace
 
 double StudentTQuantile(int df, double confidence) {
   BACKENDLAB_CHECK(df >= 1);
   BACKENDLAB_CHECK(confidence > 0 && confidence < 1);
-  // Every comparison asks for the 95 % quantile of a few dozen df, each
-  // round: remembered (0 = not yet; a race computes the same value twice).
-  static std::array<std::atomic<double>, 512> cache{};
-  if (confidence == kConfidence && static_cast<size_t>(df) < cache.size()) {
-    double q = cache[static_cast<size_t>(df)].load(std::memory_order_relaxed);
-    if (q == 0) {
-      q = ComputeTQuantile(df, confidence);
-      cache[static_cast<size_t>(df)].store(q, std::memory_order_relaxed);
-    }
-    return q;
-  }
-  return ComputeTQuantile(df, confidence);
+  return boost::math::quantile(boost::math::students_t_distribution<double>(df), (1 + confidence) / 2);
 }
 
-Verdict VerdictOf(const Interval& interval, Better better) {
-  if (interval.Covers(1)) return Verdict::kSame;
+double NormalQuantile(double confidence) {
+  BACKENDLAB_CHECK(confidence > 0 && confidence < 1);
+  return boost::math::quantile(boost::math::normal_distribution<double>(), (1 + confidence) / 2);
+}
+
+Verdict VerdictOf(const Interval& interval, Better better, double same_within) {
+  if (same_within > 0 && interval.low >= 1 / (1 + same_within) && interval.high <= 1 + same_within) {
+    return Verdict::kSame;
+  }
+  if (interval.Covers(1)) return Verdict::kUndecided;
   const bool above = interval.low > 1;
   return above == (better == Better::kHigher) ? Verdict::kFaster : Verdict::kSlower;
 }
 
-RatioEstimate PairedRatio(std::span<const double> a, std::span<const double> b, Better better, double confidence) {
+RatioEstimate PairedRatio(std::span<const double> a, std::span<const double> b, Better better, const RatioRule& rule) {
   BACKENDLAB_CHECK(a.size() == b.size());
   std::vector<double> logs;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -91,19 +53,89 @@ RatioEstimate PairedRatio(std::span<const double> a, std::span<const double> b, 
   double ss = 0;
   for (double l : logs) ss += (l - mean) * (l - mean);
   const double n = static_cast<double>(logs.size());
-  const double half = StudentTQuantile(r.rounds - 1, confidence) * std::sqrt(ss / (n - 1)) / std::sqrt(n);
+  const double q = StudentTQuantile(r.rounds - 1, rule.confidence);
+  const double sd = std::sqrt(ss / (n - 1));
+  const double half = q * sd / std::sqrt(n);
   r.interval = {std::exp(mean - half), std::exp(mean + half)};
   r.has_interval = true;
-  r.verdict = VerdictOf(r.interval, better);
+  r.verdict = VerdictOf(r.interval, better, rule.same_within);
+  if (r.verdict == Verdict::kUndecided) {
+    // The half-width that would decide it: below |mean| (excluding 1), or
+    // below the band's edge less |mean| (inside ±δ), whichever is wider.
+    const double band = rule.same_within > 0 ? std::log1p(rule.same_within) : 0;
+    const double needed = std::max(std::abs(mean), band - std::abs(mean));
+    if (needed <= 0) {
+      r.rounds_to_decide = -1;
+    } else {
+      const double rounds = std::ceil(std::pow(q * sd / needed, 2));
+      r.rounds_to_decide = rounds > 1e6 ? -1 : std::max(static_cast<int64_t>(rounds), static_cast<int64_t>(n) + 1);
+    }
+  }
   return r;
 }
 
 std::optional<RatioEstimate> PairedRatioOfCommonRounds(std::span<const double> a, std::span<const double> b,
-                                                       Better better, double confidence) {
+                                                       Better better, const RatioRule& rule) {
   const size_t n = std::min(a.size(), b.size());
-  const RatioEstimate r = PairedRatio(a.first(n), b.first(n), better, confidence);
+  const RatioEstimate r = PairedRatio(a.first(n), b.first(n), better, rule);
   if (r.rounds == 0) return std::nullopt;
   return r;
+}
+
+std::vector<int64_t> LookRounds(int64_t max_rounds) {
+  std::vector<int64_t> looks;
+  for (int64_t n = kMinLookRounds; n < max_rounds; n *= 2) looks.push_back(n);
+  if (max_rounds >= kMinLookRounds) looks.push_back(max_rounds);
+  return looks;
+}
+
+namespace {
+
+// A standard normal draw by Box-Muller from two uniforms in (0, 1] of the
+// generator's top 53 bits: the same sequence with every standard library.
+double StandardNormal(std::mt19937_64& rng) {
+  auto uniform = [&] { return (static_cast<double>(rng() >> 11) + 1) * 0x1.0p-53; };
+  const double u = uniform(), v = uniform();
+  return std::sqrt(-2 * std::log(u)) * std::cos(2 * M_PI * v);
+}
+
+double SimulatePerLookConfidence(std::span<const int64_t> looks, double confidence) {
+  constexpr int kRuns = 200000;
+  std::mt19937_64 rng(20261206);
+  std::vector<double> widest(kRuns);
+  for (double& w : widest) {
+    double sum = 0, top = 0;
+    int64_t n = 0;
+    for (const int64_t look : looks) {
+      sum += StandardNormal(rng) * std::sqrt(static_cast<double>(look - n));
+      n = look;
+      top = std::max(top, std::abs(sum) / std::sqrt(static_cast<double>(n)));
+    }
+    w = top;
+  }
+  const size_t k = std::min<size_t>(kRuns - 1, static_cast<size_t>(std::ceil(confidence * kRuns)) - 1);
+  std::nth_element(widest.begin(), widest.begin() + static_cast<std::ptrdiff_t>(k), widest.end());
+  const double c = widest[k];
+  return std::erf(c / std::sqrt(2.0));  // 2 Φ(c) - 1
+}
+
+}  // namespace
+
+double PerLookConfidence(std::span<const int64_t> looks, double confidence) {
+  BACKENDLAB_CHECK(confidence > 0 && confidence < 1);
+  if (looks.size() <= 1) return confidence;
+  // A run asks for one or two levels, at every look: remembered.
+  static std::mutex mutex;
+  static std::map<std::pair<std::vector<int64_t>, double>, double> known;
+  std::pair<std::vector<int64_t>, double> key{{looks.begin(), looks.end()}, confidence};
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (const auto found = known.find(key); found != known.end()) return found->second;
+  }
+  const double level = SimulatePerLookConfidence(looks, confidence);
+  std::lock_guard<std::mutex> lock(mutex);
+  known.emplace(std::move(key), level);
+  return level;
 }
 
 MedianEstimate MedianWithInterval(std::span<const double> values) {

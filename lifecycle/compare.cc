@@ -206,14 +206,15 @@ absl::StatusOr<PreciseRun> RunCompare(CompareMatrix& matrix, const Companions& c
     const Companion c = companions.at(i);
     groups.push_back(block_of(c.shared_buffers_bytes, c.clients));
   }
-  auto worst_half_width = [&] {
+  CompareReading reading{LookRounds(options.rounds), options.same_within, options.precision.half_width};
+  auto needed = [&] {
     std::vector<Companion> now;
     for (size_t i = 0; i < companions.count; ++i) now.push_back(companions.at(i));
-    return CompareWorstHalfWidth(matrix, now);
+    return CompareNeeded(matrix, now, reading);
   };
   std::vector<CompareConfig>& configs = matrix.configs;
   PreciseRun run;
-  const absl::Status status = RunUntilPrecise(
+  const absl::Status status = RunUntilDecided(
       "compare", RoundPlan(options.rounds, options.seed, groups), options.precision, configs.size() + companions.count,
       [&](size_t i, int64_t) -> absl::Status {
         if (i >= configs.size()) return companions.measure(i - configs.size());
@@ -228,7 +229,7 @@ absl::StatusOr<PreciseRun> RunCompare(CompareMatrix& matrix, const Companions& c
         AddRound(c, *r);
         return absl::OkStatus();
       },
-      worst_half_width, run);
+      needed, run);
   if (!status.ok()) return status;
   return run;
 }
@@ -243,57 +244,86 @@ const CompareConfig* FewestHeld(const CompareMatrix& matrix, const CompareConfig
   return Find(matrix, fewest);
 }
 
+// A cost or rate ratio a run decides on: row `row` (a configuration, then
+// the companions after them) over row `over`.
+struct HeldRatio {
+  size_t row;
+  size_t over;
+  std::string figure;  // its column's key
+  std::optional<RatioEstimate> estimate;
+};
+
 // The cost and rate of every configuration, then of every companion, alone
-// (a configuration that is its own baseline) or against its baseline;
-// `widest` grows to their widest ratio's relative half-width.
+// (a configuration that is its own baseline) or against its baseline, and
+// every ratio held to a verdict.
 struct ServerRows {
   std::vector<ServerStats> mock;
   std::vector<ServerStats> companions;
   // Each configuration's cost and rate against itself holding the fewest
   // (none at the fewest).
   std::vector<std::optional<RatioEstimate>> cpu_vs_fewest_held, rate_vs_fewest_held;
+  std::vector<HeldRatio> held;
   double widest = 0;
 };
 
-ServerRows ServerRowsOf(const CompareMatrix& matrix, std::span<const Companion> companions) {
+size_t IndexOf(const CompareMatrix& matrix, const CompareConfig* c) { return static_cast<size_t>(c - matrix.configs.data()); }
+
+ServerRows ServerRowsOf(const CompareMatrix& matrix, std::span<const Companion> companions, const RatioRule& rule) {
   ServerRows rows;
+  auto hold = [&](size_t row, size_t over, const char* figure, const std::optional<RatioEstimate>& r) {
+    if (!r || r->self) return;
+    rows.held.push_back({row, over, figure, r});
+    rows.widest = std::max(rows.widest, r->has_interval ? r->interval.RelativeHalfWidth(r->ratio) : 1.0);
+  };
   // A row against its baseline; the baseline against itself (SelfRatio).
-  auto add = [&](const MeasuredRounds& row, const CompareConfig* baseline, bool own, std::vector<ServerStats>& to) {
+  auto add = [&](size_t index, const MeasuredRounds& row, const CompareConfig* baseline, bool own,
+                 std::vector<ServerStats>& to) {
     std::optional<MeasuredRounds> base;
     if (baseline != nullptr && !own) base = MeasuredRounds{baseline->rates, baseline->server_rounds};
-    to.push_back(ComputeServerStats(row, own ? &row : base ? &*base : nullptr));
-    rows.widest = std::max(rows.widest, WorstHalfWidth(std::span<const ServerStats>(&to.back(), 1)));
+    to.push_back(ComputeServerStats(row, own ? &row : base ? &*base : nullptr, rule));
+    if (baseline == nullptr || own) return;
+    hold(index, IndexOf(matrix, baseline), "connections_per_second_vs_baseline", to.back().rate_vs_baseline);
+    hold(index, IndexOf(matrix, baseline), "server_cpu_us_vs_baseline", to.back().cpu_vs_baseline);
   };
-  for (const CompareConfig& c : matrix.configs) {
+  for (size_t i = 0; i < matrix.configs.size(); ++i) {
+    const CompareConfig& c = matrix.configs[i];
     const CompareConfig* b = BaselineOf(matrix, c);
-    add({c.rates, c.server_rounds}, b, b == &c, rows.mock);
+    add(i, {c.rates, c.server_rounds}, b, b == &c, rows.mock);
     std::optional<RatioEstimate> cpu, rate;
     if (const CompareConfig* f = FewestHeld(matrix, c); f != nullptr && f != &c) {
-      cpu = PairedRatioOfCommonRounds(CpuUsByRound(c.server_rounds), CpuUsByRound(f->server_rounds), Better::kLower);
-      rate = PairedRatioOfCommonRounds(c.rates, f->rates, Better::kHigher);
-      // Held to the precision as the ratios to the baseline are: they are
-      // what a run with holds compares.
-      ServerStats held;
-      held.cpu_vs_baseline = cpu;
-      held.rate_vs_baseline = rate;
-      rows.widest = std::max(rows.widest, WorstHalfWidth(std::span<const ServerStats>(&held, 1)));
+      cpu = PairedRatioOfCommonRounds(CpuUsByRound(c.server_rounds), CpuUsByRound(f->server_rounds), Better::kLower, rule);
+      rate = PairedRatioOfCommonRounds(c.rates, f->rates, Better::kHigher, rule);
+      // Held to a verdict as the ratios to the baseline are: they are what
+      // a run with holds compares.
+      hold(i, IndexOf(matrix, f), "server_cpu_us_vs_fewest_held", cpu);
+      hold(i, IndexOf(matrix, f), "connections_per_second_vs_fewest_held", rate);
     }
     rows.cpu_vs_fewest_held.push_back(cpu);
     rows.rate_vs_fewest_held.push_back(rate);
   }
-  for (const Companion& t : companions) {
-    add(t.rounds, BaselineAt(matrix, t.shared_buffers_bytes, t.clients), false, rows.companions);
+  for (size_t i = 0; i < companions.size(); ++i) {
+    const Companion& t = companions[i];
+    add(matrix.configs.size() + i, t.rounds, BaselineAt(matrix, t.shared_buffers_bytes, t.clients), false,
+        rows.companions);
   }
   return rows;
 }
 
+// Whether a held ratio is done: decided, and within the precision where
+// one is asked.
+bool Done(const RatioEstimate& r, double precision) {
+  if (!Decided(r)) return false;
+  return precision <= 0 || (r.has_interval && r.interval.RelativeHalfWidth(r.ratio) <= precision);
+}
+
 // The A/A copies' cost and rate ratios to their baselines, every one
 // that exists, each held to 1 - (1 - kConfidence) / k of the k there are
-// (Bonferroni): the family is held to kConfidence together, so that a run
-// on a quiet machine fails the check in at most 1 - kConfidence of runs.
+// (Bonferroni), over the run's looks: the family is held to kConfidence
+// together, so that copies apart by nothing but noise fail the check in at
+// most 1 - kConfidence of runs. `same` or `~` passes.
 // At kConfidence each, one of 6 (3 sizes x cost and rate) would fall
 // outside in up to 26 % of such runs.
-void AaCheck(const CompareMatrix& matrix, CompareStats& stats) {
+void AaCheck(const CompareMatrix& matrix, const CompareReading& reading, CompareStats& stats) {
   struct Pair {
     const CompareConfig* copy;
     std::vector<double> a, b;
@@ -310,11 +340,14 @@ void AaCheck(const CompareMatrix& matrix, CompareStats& stats) {
   stats.aa_ratios = static_cast<int>(family.size());
   if (family.empty()) return;
   stats.aa_confidence = 1 - (1 - kConfidence) / static_cast<double>(family.size());
+  const RatioRule rule = reading.Rule(stats.aa_confidence);
+  stats.aa_confidence_per_look = rule.confidence;
   for (const Pair& p : family) {
     const std::string name = RowName(matrix, *p.copy);
-    const std::optional<RatioEstimate> r = PairedRatioOfCommonRounds(p.a, p.b, p.better, stats.aa_confidence);
+    const std::optional<RatioEstimate> r = PairedRatioOfCommonRounds(p.a, p.b, p.better, rule);
     const bool listed = std::find(stats.aa_failures.begin(), stats.aa_failures.end(), name) != stats.aa_failures.end();
-    if (r->verdict != Verdict::kSame && !listed) stats.aa_failures.push_back(name);
+    const bool apart = r->verdict == Verdict::kFaster || r->verdict == Verdict::kSlower;
+    if (apart && !listed) stats.aa_failures.push_back(name);
   }
 }
 
@@ -325,27 +358,45 @@ std::optional<double> OverFloor(double rate, const CycleSummary& s) {
 
 }  // namespace
 
-double CompareWorstHalfWidth(const CompareMatrix& matrix, std::span<const Companion> companions) {
-  return ServerRowsOf(matrix, companions).widest;
+std::vector<bool> CompareNeeded(const CompareMatrix& matrix, std::span<const Companion> companions,
+                                const CompareReading& reading) {
+  const ServerRows rows = ServerRowsOf(matrix, companions, reading.Rule());
+  std::vector<bool> needed(matrix.configs.size() + companions.size(), rows.held.empty());
+  for (const HeldRatio& h : rows.held) {
+    if (Done(*h.estimate, reading.precision)) continue;
+    needed[h.row] = true;
+    needed[h.over] = true;
+  }
+  return needed;
 }
 
-CompareStats ComputeCompareStats(const CompareMatrix& matrix, std::span<const Companion> companions, double precision) {
-  ServerRows rows = ServerRowsOf(matrix, companions);
+CompareStats ComputeCompareStats(const CompareMatrix& matrix, std::span<const Companion> companions,
+                                 const CompareReading& reading) {
   CompareStats stats;
-  stats.precision = precision;
-  stats.rounds = matrix.configs.empty() ? 0 : static_cast<int64_t>(matrix.configs.front().rates.size());
+  stats.rule = reading.Rule();
+  ServerRows rows = ServerRowsOf(matrix, companions, stats.rule);
+  stats.precision = reading.precision;
+  for (const CompareConfig& c : matrix.configs) stats.rounds = std::max(stats.rounds, static_cast<int64_t>(c.rates.size()));
+  for (const Companion& t : companions) stats.rounds = std::max(stats.rounds, static_cast<int64_t>(t.rounds.rates.size()));
   stats.worst_half_width = rows.widest;
-  stats.precise = precision <= 0 || rows.widest <= precision;
+  stats.precise = reading.precision <= 0 || rows.widest <= reading.precision;
+  for (const HeldRatio& h : rows.held) {
+    if (Decided(*h.estimate)) continue;
+    const std::string row = h.row < matrix.configs.size() ? RowName(matrix, matrix.configs[h.row])
+                                                          : companions[h.row - matrix.configs.size()].name;
+    stats.undecided.push_back({row, h.figure, *h.estimate});
+  }
   for (size_t i = 0; i < matrix.configs.size(); ++i) {
     const CompareConfig& c = matrix.configs[i];
     const CompareConfig* b = BaselineOf(matrix, c);
     CompareRowStats r;
     r.server = std::move(rows.mock[i]);
+    r.rounds = static_cast<int64_t>(c.rates.size());
     r.is_baseline = b == &c;
     r.summary = Summarize(c.merged);
     r.vs_fork_floor = OverFloor(r.server.rate.median, *r.summary);
     if (b != nullptr && !r.is_baseline) {
-      r.exit_vs_baseline = PairedRatioOfCommonRounds(c.exit_check_us, b->exit_check_us, Better::kLower);
+      r.exit_vs_baseline = PairedRatioOfCommonRounds(c.exit_check_us, b->exit_check_us, Better::kLower, stats.rule);
     }
     double all = 0;
     for (const PhaseHistograms& p : c.merged.backends.phases) all += p.cpu_ns.mean();
@@ -357,10 +408,11 @@ CompareStats ComputeCompareStats(const CompareMatrix& matrix, std::span<const Co
     if (!c.held_memory.empty() && c.held_memory.size() == c.rates.size()) r.held_memory = MedianMemory(c.held_memory);
     stats.mock.push_back(std::move(r));
   }
-  AaCheck(matrix, stats);
+  AaCheck(matrix, reading, stats);
   for (size_t i = 0; i < companions.size(); ++i) {
     CompareRowStats r;
     r.server = std::move(rows.companions[i]);
+    r.rounds = static_cast<int64_t>(companions[i].rounds.rates.size());
     const CompareConfig* b = BaselineAt(matrix, companions[i].shared_buffers_bytes, companions[i].clients);
     if (b != nullptr) r.vs_fork_floor = OverFloor(r.server.rate.median, Summarize(b->merged));
     stats.companions.push_back(std::move(r));

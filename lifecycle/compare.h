@@ -162,6 +162,7 @@ std::string RowName(const CompareMatrix& matrix, const CompareConfig& config);
 // A server of another harness, measured in the matrix's rounds: where it
 // runs, and its rounds so far.
 struct Companion {
+  std::string name;  // in messages
   uint64_t shared_buffers_bytes = 0;
   int clients = 1;
   MeasuredRounds rounds;
@@ -179,13 +180,31 @@ struct CompareRunOptions {
   int64_t rounds = 1000;  // at most
   uint64_t seed = kDefaultOrderSeed;
   Precision precision;
+  double same_within = 0;  // the `same` band (RatioRule::same_within); 0: none
+};
+
+// How a run's ratios are read: at the level of one of its looks (every
+// interval, at every look and at the end: PerLookConfidence), with its
+// `same` band, and held to its precision.
+struct CompareReading {
+  std::vector<int64_t> looks;  // PreciseRun::looks
+  double same_within = 0;
+  double precision = 0;        // relative half-width asked of every cost and rate ratio beside its verdict; 0: none
+  // Every interval's rule, at `confidence` over the looks (a family held
+  // together asks for more).
+  RatioRule Rule(double confidence = kConfidence) const {
+    return {PerLookConfidence(looks, confidence), same_within};
+  }
 };
 
 // Every configuration, then every companion, once per round, in blocks of
 // one shared_buffers and clients (a ratio divides runs at most a block
-// apart), in shuffled orders, until every cost and rate ratio is within the
-// precision (from 6 rounds on) or the next round would end past the time
-// (base/interleaved.h's RunUntilPrecise). A configuration whose run crashed
+// apart), in shuffled orders, until every cost and rate ratio is decided
+// (and as precise as asked) or the next round would end past the time
+// (base/interleaved.h's RunUntilDecided): at each look, a configuration
+// none of whose ratios is undecided, and that is no undecided row's
+// baseline, leaves the rounds, so that the time goes to the ratios still
+// undecided. A configuration whose run crashed
 // backends or lost connections keeps its rounds and records the first
 // failure in `failure`: the matrix is finished, and the caller fails after
 // reporting. Errors: RunCycle's, a companion's, Cancelled on a stop request.
@@ -198,6 +217,7 @@ struct CompareRowStats {
   // the row's clients) as medians with intervals, and their ratios to the
   // baseline paired within rounds (none for the baseline itself).
   ServerStats server;
+  int64_t rounds = 0;  // the rounds it ran: fewer where it left once decided
   bool is_baseline = false;  // the row is its own baseline: its ratios are 1
   // conn/s over the bare fork+exit+wait rate the postmaster measured in the
   // same runs (the baseline's, for a companion); none where not measured.
@@ -225,31 +245,42 @@ struct CompareRowStats {
 struct CompareStats {
   std::vector<CompareRowStats> mock;        // one per matrix configuration
   std::vector<CompareRowStats> companions;  // one per companion
-  int64_t rounds = 0;
+  int64_t rounds = 0;    // the most any row ran
+  RatioRule rule;        // every interval's level and the `same` band
   double precision = 0;  // the relative half-width asked of every ratio; 0: none
+  // The cost and rate ratios (to the baseline, to the fewest held) left
+  // `~`, each row named by RowName.
+  std::vector<UndecidedRatio> undecided;
   // The widest relative half-width of a cost or rate ratio's interval (1
   // while some ratio has none: base/server_usage.h's WorstHalfWidth), and
   // whether every one is within the precision. The exit check's ratio is
   // not held to it: it is one phase, not the whole server.
   double worst_half_width = 0;
   bool precise = false;
-  // The A/A check: rows whose cost or rate ratio to the baseline is not ~
-  // (RowName) when the run's `aa_ratios` A/A ratios are held to
-  // kConfidence together (Bonferroni: each at `aa_confidence`, 1 - 0.05 /
-  // aa_ratios), so that a quiet machine fails it in at most 5 % of runs. A
-  // row's own 95 % interval, in the table, may exclude 1 in a quiet run, as
-  // one ratio in twenty must.
+  // The A/A check: rows whose cost or rate ratio to the baseline is
+  // `faster` or `slower` (RowName) when the run's `aa_ratios` A/A ratios
+  // are held to kConfidence together (Bonferroni: each at 1 - 0.05 /
+  // aa_ratios over the looks, `aa_confidence` at one look), so that copies
+  // that differ by nothing but their rounds' noise fail it in at most 5 %
+  // of runs. A row's own 95 % interval, in the table, may exclude 1 in such
+  // a run, as one ratio in twenty may.
   std::vector<std::string> aa_failures;
   int aa_ratios = 0;
   double aa_confidence = kConfidence;
+  double aa_confidence_per_look = kConfidence;  // a member's level at each of the run's looks
 };
 
 // The statistics of every row, computed once, before any reporter runs.
-CompareStats ComputeCompareStats(const CompareMatrix& matrix, std::span<const Companion> companions, double precision);
+CompareStats ComputeCompareStats(const CompareMatrix& matrix, std::span<const Companion> companions,
+                                 const CompareReading& reading);
 
-// ComputeCompareStats' worst_half_width alone: what RunCompare asks after
-// each round.
-double CompareWorstHalfWidth(const CompareMatrix& matrix, std::span<const Companion> companions);
+// Which rows still need rounds (the configurations, then the companions):
+// a row with a cost or rate ratio not yet decided, or short of the
+// precision, and that ratio's denominator (its baseline, or itself holding
+// the fewest). Every row where the run has no ratio at all. What RunCompare
+// asks at each look.
+std::vector<bool> CompareNeeded(const CompareMatrix& matrix, std::span<const Companion> companions,
+                                const CompareReading& reading);
 
 }  // namespace backendlab::lifecycle
 

@@ -40,20 +40,21 @@ absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
   const std::vector<size_t> baselines = BaselineIndices(pg.targets());
   bool compared = false;
   for (size_t i = 0; i < baselines.size(); ++i) compared = compared || baselines[i] != i;
-  Precision precision = options.precision;
-  if (!compared) precision.half_width = 0;  // no ratio to hold to it
-  absl::Status status = RunUntilPrecise(
-      "pg", RoundPlan(options.rounds, options.seed), precision, pg.size(),
-      [&](size_t i, int64_t) { return pg.Measure(i); }, [&] { return WorstHalfWidth(ComputePgStats(pg.targets())); },
-      run);
+  const RatioRule rule{PerLookConfidence(LookRounds(options.rounds)), options.same_within};
+  absl::Status status = RunUntilDecided(
+      "pg", RoundPlan(options.rounds, options.seed), options.precision, pg.size(),
+      [&](size_t i, int64_t) { return pg.Measure(i); },
+      [&] { return PgNeeded(pg.targets(), rule, options.precision.half_width); }, run);
   if (status.ok() && !options.profilers.empty()) status = pg.Profile();
   absl::StatusOr<PgResult> result = pg.Finish();
   if (!status.ok()) return status;
   if (result.ok()) {
     result->run = run;
     result->compared = compared;
-    result->stats = ComputePgStats(result->targets);
-    result->client_stats = ComputeClientStats(result->targets);
+    result->rule = rule;
+    result->stats = ComputePgStats(result->targets, rule);
+    result->undecided = UndecidedOf(result->targets, result->stats);
+    result->client_stats = ComputeClientStats(result->targets, rule);
     result->clocks = ComputeServerClocks(result->targets, result->stats);
     result->profile_changes = ComputeProfileChanges(result->targets, result->stats);
     result->holds = ComputeHoldStats(result->targets);

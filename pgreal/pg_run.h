@@ -46,11 +46,14 @@ struct PgRunOptions {
   // loop.clients alone.
   std::vector<int> clients;
   // Rounds: at most `rounds`, in orders shuffled under `seed`, ended sooner
-  // by `precision` (base/interleaved.h) over every `vs base` ratio; with
-  // none (one server, at each clients its own baseline) only max_time can
-  // end them sooner.
+  // once every `vs base` ratio is decided (and within `precision` where
+  // asked: base/interleaved.h's RunUntilDecided), a row leaving them once
+  // its ratios are; with none (one server, at each clients its own
+  // baseline) only max_time can end them sooner. `same_within`: the
+  // `same` band (RatioRule); 0: none.
   uint64_t seed = kDefaultOrderSeed;
   Precision precision;
+  double same_within = 0;
   // Servers the tool starts: every installation × every shared_buffers.
   std::vector<Installation> installations;
   std::vector<int64_t> shared_buffers;
@@ -186,6 +189,8 @@ struct PgResult {
   std::vector<HoldStats> holds;     // RunPg: ComputeHoldStats, one per target
   SaturationReport saturation;      // RunPg: ComputeSaturation over the CPUs allowed
   double worst_half_width = 0;   // of every `vs base` ratio at the end (base/server_usage.h's WorstHalfWidth)
+  RatioRule rule;                 // every interval's level (over the run's looks) and the `same` band
+  std::vector<UndecidedRatio> undecided;  // the `vs base` cost and rate ratios left ~
   std::string server_figures_note;  // why server-side figures are missing, if they are
   // What the run found of an earlier run's change to the host and undid
   // (a killed run's vm.nr_hugepages), one line; empty if nothing.

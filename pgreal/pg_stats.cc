@@ -24,16 +24,56 @@ std::vector<size_t> BaselineIndices(std::span<const PgTargetResult> targets) {
   return baselines;
 }
 
-std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets) {
+std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets, const RatioRule& rule) {
   std::vector<MeasuredRounds> rounds;
   for (const PgTargetResult& t : targets) rounds.push_back({t.rates, t.server_rounds});
   const std::vector<size_t> baselines = BaselineIndices(targets);
   std::vector<ServerStats> stats;
-  for (size_t i = 0; i < rounds.size(); ++i) stats.push_back(ComputeServerStats(rounds[i], &rounds[baselines[i]]));
+  for (size_t i = 0; i < rounds.size(); ++i) stats.push_back(ComputeServerStats(rounds[i], &rounds[baselines[i]], rule));
   return stats;
 }
 
-std::vector<ClientStats> ComputeClientStats(std::span<const PgTargetResult> targets) {
+namespace {
+
+// Each target's `vs base` cost and rate ratios, with their column's key:
+// none for a target that is its own baseline.
+template <typename F>
+void ForEachRatio(std::span<const ServerStats> stats, F f) {
+  for (size_t i = 0; i < stats.size(); ++i) {
+    for (const auto& [figure, r] : {std::pair{"connections_per_second_vs_baseline", &stats[i].rate_vs_baseline},
+                                    std::pair{"server_cpu_us_vs_baseline", &stats[i].cpu_vs_baseline}}) {
+      if (*r && !(*r)->self) f(i, figure, **r);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<UndecidedRatio> UndecidedOf(std::span<const PgTargetResult> targets, std::span<const ServerStats> stats) {
+  std::vector<UndecidedRatio> undecided;
+  ForEachRatio(stats, [&](size_t i, const char* figure, const RatioEstimate& r) {
+    if (!Decided(r)) undecided.push_back({targets[i].label, figure, r});
+  });
+  return undecided;
+}
+
+std::vector<bool> PgNeeded(std::span<const PgTargetResult> targets, const RatioRule& rule, double precision) {
+  const std::vector<ServerStats> stats = ComputePgStats(targets, rule);
+  const std::vector<size_t> baselines = BaselineIndices(targets);
+  bool any = false;
+  std::vector<bool> needed(targets.size(), false);
+  ForEachRatio(stats, [&](size_t i, const char*, const RatioEstimate& r) {
+    any = true;
+    const bool precise = precision <= 0 || (r.has_interval && r.interval.RelativeHalfWidth(r.ratio) <= precision);
+    if (Decided(r) && precise) return;
+    needed[i] = true;
+    needed[baselines[i]] = true;
+  });
+  if (!any) needed.assign(targets.size(), true);
+  return needed;
+}
+
+std::vector<ClientStats> ComputeClientStats(std::span<const PgTargetResult> targets, const RatioRule& rule) {
   const std::vector<size_t> baselines = BaselineIndices(targets);
   std::vector<ClientStats> stats;
   for (size_t i = 0; i < targets.size(); ++i) {
@@ -45,8 +85,9 @@ std::vector<ClientStats> ComputeClientStats(std::span<const PgTargetResult> targ
     if (b == i) {
       c.cpu_vs_baseline = c.connect_vs_baseline = SelfRatio(static_cast<int>(t.rates.size()));
     } else {
-      c.cpu_vs_baseline = PairedRatioOfCommonRounds(t.client_cpu_us, targets[b].client_cpu_us, Better::kLower);
-      c.connect_vs_baseline = PairedRatioOfCommonRounds(t.connect_p50_us, targets[b].connect_p50_us, Better::kLower);
+      c.cpu_vs_baseline = PairedRatioOfCommonRounds(t.client_cpu_us, targets[b].client_cpu_us, Better::kLower, rule);
+      c.connect_vs_baseline =
+          PairedRatioOfCommonRounds(t.connect_p50_us, targets[b].connect_p50_us, Better::kLower, rule);
     }
     stats.push_back(c);
   }

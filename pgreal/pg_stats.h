@@ -32,9 +32,18 @@ struct PgTargetResult;
 std::vector<size_t> BaselineIndices(std::span<const PgTargetResult> targets);
 
 // Every target's rates and CPU per connection over the rounds, with their
-// ratios to its baseline, paired within the rounds (base/server_usage.h).
-// Their WorstHalfWidth (base/server_usage.h) is what a precision check asks.
-std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets);
+// ratios to its baseline, paired within the rounds and read by `rule`
+// (base/server_usage.h).
+std::vector<ServerStats> ComputePgStats(std::span<const PgTargetResult> targets, const RatioRule& rule = {});
+
+// The `vs base` cost and rate ratios of `stats` (ComputePgStats's) that
+// are `~`, each row named by its label.
+std::vector<UndecidedRatio> UndecidedOf(std::span<const PgTargetResult> targets, std::span<const ServerStats> stats);
+
+// Which targets still need rounds: one with a `vs base` ratio undecided, or
+// wider than `precision` (> 0), and its baseline; every target where the
+// run has no ratio. What RunPg asks at each look.
+std::vector<bool> PgNeeded(std::span<const PgTargetResult> targets, const RatioRule& rule, double precision);
 
 // A row's client side over the rounds, and against its baseline's, paired
 // within rounds (a baseline's own: SelfRatio).
@@ -44,7 +53,7 @@ struct ClientStats {
   std::optional<RatioEstimate> cpu_vs_baseline;      // lower is faster
   std::optional<RatioEstimate> connect_vs_baseline;  // lower is faster
 };
-std::vector<ClientStats> ComputeClientStats(std::span<const PgTargetResult> targets);
+std::vector<ClientStats> ComputeClientStats(std::span<const PgTargetResult> targets, const RatioRule& rule = {});
 
 // The server's own clock of a target's connections beside the tool's.
 struct ServerClock {

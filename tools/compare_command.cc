@@ -52,6 +52,12 @@ nlohmann::json CompareHeader(const CompareRequest& request, const lifecycle::Com
   header["seed"] = request.run.seed;
   header["precision_percent"] = request.precision_percent;
   header["precise"] = stats.precise;
+  header["same_within_percent"] = 100 * request.run.same_within;
+  header["confidence_per_look"] = stats.rule.confidence;
+  header["looks"] = run.looks;
+  header["looks_taken"] = run.looks_taken;
+  header["decided"] = stats.undecided.empty();
+  header["undecided"] = UndecidedJson(stats.undecided);
   header["worst_half_width_percent"] = 100 * stats.worst_half_width;
   header["max_time_s"] = absl::ToDoubleSeconds(request.run.precision.max_time);
   header["rounds_ended_by"] = RoundsEndedName(run.ended_by);
@@ -68,6 +74,7 @@ nlohmann::json CompareHeader(const CompareRequest& request, const lifecycle::Com
     header["aa_failures"] = stats.aa_failures;
     header["aa_ratios"] = stats.aa_ratios;
     header["aa_confidence"] = stats.aa_confidence;
+    header["aa_confidence_per_look"] = stats.aa_confidence_per_look;
   }
   header["shared"] = ConfigJson(request.base);
   header["shared"]["clients"] = matrix.clients;
@@ -108,9 +115,9 @@ std::string CompareUsage() {
       "usage: backendlab compare [flags]\n"
       "Runs connect/disconnect loops over every combination of the listed layouts,\n"
       "exit-check policies, shared_buffers sizes, catcaches and syscaches, interleaved\n"
-      "in rounds of shuffled order until every ratio is precise enough, and prints the\n"
+      "in rounds of shuffled order until every ratio is decided, and prints the\n"
       "server's CPU per connection and conn/s, with ratios to a baseline, their 95 %\n"
-      "intervals and verdicts (faster, slower, ~).\n\n",
+      "intervals and verdicts (faster, slower, same, ~).\n\n",
       FlagsHelp(CompareFlags()));
 }
 
@@ -134,7 +141,9 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
     pg = std::move(*started);
   }
   auto companion_of = [](const pgreal::PgTargetResult& t) {
-    return lifecycle::Companion{static_cast<uint64_t>(t.key.shared_buffers_bytes), t.key.clients, {t.rates, t.server_rounds}};
+    const auto bytes = static_cast<uint64_t>(t.key.shared_buffers_bytes);
+    return lifecycle::Companion{absl::StrCat(t.key.ServerName(), " at ", buffers::FormatSize(bytes)), bytes, t.key.clients,
+                                {t.rates, t.server_rounds}};
   };
   lifecycle::Companions companions;
   if (pg != nullptr) {
@@ -154,8 +163,8 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   const absl::Time t0 = absl::Now();
   std::vector<lifecycle::Companion> measured;
   for (const pgreal::PgTargetResult& t : targets) measured.push_back(companion_of(t));
-  const double precision = request->run.precision.half_width;
-  const lifecycle::CompareStats stats = lifecycle::ComputeCompareStats(matrix, measured, precision);
+  const lifecycle::CompareReading reading{run->looks, request->run.same_within, request->run.precision.half_width};
+  const lifecycle::CompareStats stats = lifecycle::ComputeCompareStats(matrix, measured, reading);
   const absl::Duration statistics_time = run->statistics + (absl::Now() - t0);
 
   Report report = CompareReport(matrix, stats, targets);
@@ -184,6 +193,10 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   }
   for (const lifecycle::CompareConfig& c : matrix.configs) {
     if (!c.failure.empty()) return absl::AbortedError(absl::StrCat(lifecycle::RowName(matrix, c), ": ", c.failure));
+  }
+  if (request->require_decisive && !stats.undecided.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--require-decisive: ", stats.undecided.size(), " cost or rate ratios left ~ (listed above)"));
   }
   return absl::OkStatus();
 }

@@ -35,8 +35,10 @@ constexpr FlagSpec kCompareFlags[] = {
     {"hold", "0", "connections held, idle, beside each run; a list (0,1024) measures every configuration at each, each against itself at the first"},
     {"connections", "10", "measured connections per configuration and round"},
     {"rounds", "1000", "at most this many interleaved rounds"},
-    {"precision", "2", "percent: rounds go on until every cost and rate ratio's 95 % interval is within +-this of it (0: every round runs)"},
-    {"max-time", "100s", "no round is begun that would end past this, precise or not"},
+    {"same-within", "2%", "a ratio whose whole 95 % interval lies within +-this of 1 is `same` (equivalent by two one-sided tests); between 0 and 50 %"},
+    {"precision", "0", "percent: a ratio also needs its 95 % interval within +-this of it before it leaves the rounds (0: its verdict alone)"},
+    {"max-time", "100s", "no round is begun that would end past this, decided or not"},
+    {"require-decisive", "off", "exit 1 when a cost or rate ratio is still ~ at the end: on or off"},
     {"seed", "1", "seed of the rounds' shuffled orders"},
     {"aa", "off", "also a second copy of the baseline, <baseline>#2, whose ratio to it must come out ~: on or off"},
     {"warmup", "3", "warm-up connections per configuration and round"},
@@ -158,6 +160,12 @@ absl::StatusOr<CompareRequest> CompareFromFlags(const Flags& flags) {
   if (!precision_pct.ok()) return precision_pct.status();
   request.precision_percent = *precision_pct;
   request.run.precision.half_width = *precision_pct / 100;
+  absl::StatusOr<double> same_within = flags.GetPercent("same-within", 0, 50);
+  if (!same_within.ok()) return same_within.status();
+  request.run.same_within = *same_within;
+  absl::StatusOr<bool> require_decisive = flags.GetBool("require-decisive");
+  if (!require_decisive.ok()) return require_decisive.status();
+  request.require_decisive = *require_decisive;
   absl::StatusOr<absl::Duration> max_time = ParseDuration(flags.Get("max-time"));
   if (!max_time.ok()) return absl::InvalidArgumentError(absl::StrCat("--max-time: ", max_time.status().message()));
   request.run.precision.max_time = *max_time;

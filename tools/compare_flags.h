@@ -22,6 +22,7 @@ struct CompareRequest {
   lifecycle::CompareRunOptions run;
   double precision_percent = 0;  // --precision as given
   bool aa = false;
+  bool require_decisive = false;  // --require-decisive: a ratio left ~ fails the run
   // --html: each configuration at the largest shared_buffers profiled for
   // so many connections after the rounds (lifecycle/compare_profiles.h); 0: none.
   int64_t profile_connections = 0;

@@ -140,13 +140,13 @@ void PrintCompareNotes(const CompareMatrix& matrix, const CompareStats& stats, b
   out << "\nserver CPU us: the whole server's CPU (postmaster and backends, user and kernel) per connection;\n"
       << (one_clients ? absl::StrCat("conn/s with ", ClientsText(matrix.clients[0]), " in flight")
                       : std::string("conn/s with the row's clients in flight (1: one at a time; >= 2 x cores: saturation)"))
-      << ". Both: median over rounds, +-half its 95 % interval.\n"
+      << ". Both: median over the row's rounds, +-half its 95 % interval.\n"
          "vs base: the ratio to the baseline, "
       << matrix.baseline_label << (one_clients ? ", at the same shared_buffers" : ", at the same shared_buffers and clients")
       << ", paired within each round and\n"
-         "summarised over rounds (geometric mean, 95 % t interval on the log ratios), then a verdict:\n"
-         "faster or slower where the interval excludes 1, ~ where it covers 1 (no difference this run\n"
-         "can resolve). x floor: conn/s over the bare fork+exit+wait rate measured in the same runs;\n"
+         "summarised over rounds (geometric mean, t interval on the log ratios), then a verdict:\n"
+      << VerdictLegend(stats.rule)
+      << "x floor: conn/s over the bare fork+exit+wait rate measured in the same runs;\n"
          "exit: the exit check's median us, faults and share of a backend's CPU.\n";
   out << "exit vs base " << BucketedLegend() << ".\n";
   if (matrix.modes.size() > 1) {
@@ -169,24 +169,18 @@ void PrintCompareNotes(const CompareMatrix& matrix, const CompareStats& stats, b
            "CPU vs fewest held: the row's cost over the same configuration's holding "
         << matrix.holds.front() << ", paired within rounds.\n";
   }
-  if (stats.precision > 0) {
-    out << absl::StrFormat("precision: every cost and rate ratio within +-%.3g %% ", 100 * stats.precision)
-        << (stats.precise ? "reached" : "NOT reached")
-        << absl::StrFormat(" after %d rounds (widest +-%.1f %%)", stats.rounds, 100 * stats.worst_half_width);
-    if (!stats.precise) out << "; * marks each ratio short of it (raise --max-time or --connections)";
-    out << "\n";
-  }
+  PrintDecisionNotes(stats.undecided, stats.rounds, stats.precision, stats.precise, stats.worst_half_width, out);
   if (aa) {
     const std::string family =
         absl::StrFormat("its %d cost and rate ratios held to 95 %% together, each at %.2f %%", stats.aa_ratios,
                         100 * stats.aa_confidence);
     if (stats.aa_failures.empty()) {
-      out << "A/A: every " << matrix.baseline_label << "#2 came out ~ against " << matrix.baseline_label << " (" << family
-          << "),\n  as it must.\n";
+      out << "A/A: every " << matrix.baseline_label << "#2 came out same or ~ against " << matrix.baseline_label << " ("
+          << family << "),\n  as it must.\n";
     } else {
       out << "A/A: " << absl::StrJoin(stats.aa_failures, ", ") << " differ from the same configuration (" << family
-          << "):\n  this machine was too noisy for the precision asked; a difference of that size elsewhere in this table\n"
-          << "  is not resolved.\n";
+          << "):\n  the copies differ by more than their rounds' noise, so this run's intervals are too narrow;\n"
+          << "  differences of this size elsewhere in this table are not resolved.\n";
     }
   }
   if (!targets.empty()) {

@@ -169,6 +169,20 @@ absl::StatusOr<double> Flags::GetNumber(std::string_view name, double min, doubl
   return value;
 }
 
+absl::StatusOr<double> Flags::GetPercent(std::string_view name, double low, double high) const {
+  std::string text = Get(name);
+  if (!text.empty() && text.back() == '%') text.pop_back();
+  double value;
+  if (text.empty() || text.find_first_not_of("0123456789.") != std::string::npos || !absl::SimpleAtod(text, &value)) {
+    return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), ": ", Quoted(Get(name)), " is not a percentage"));
+  }
+  if (value <= low || value >= high) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("flag ", FlagName(name), ": ", Get(name), " is not strictly between ", low, " % and ", high, " %"));
+  }
+  return value / 100;
+}
+
 absl::StatusOr<std::vector<int64_t>> Flags::GetIntList(std::string_view name, int64_t min, int64_t max) const {
   absl::StatusOr<std::vector<std::string>> items = GetList(name);
   if (!items.ok()) return items.status();

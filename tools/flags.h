@@ -41,6 +41,9 @@ class Flags {
   // A whole number in [min, max].
   absl::StatusOr<int64_t> GetInt(std::string_view name, int64_t min, int64_t max) const;
   // A plain decimal number ("2", "0.5") in [min, max].
+  // A percentage strictly between `low` and `high` ("2" or "2%"), as a
+  // fraction (0.02).
+  absl::StatusOr<double> GetPercent(std::string_view name, double low, double high) const;
   absl::StatusOr<double> GetNumber(std::string_view name, double min, double max) const;
   // A comma-separated list of whole numbers, each in [min, max]; an empty
   // item or the same number twice is an error.

@@ -38,8 +38,9 @@ std::string MachineLine(const nlohmann::json& header) {
 
 std::string RoundsEndedLine(const PreciseRun& run, int64_t max_rounds) {
   switch (run.ended_by) {
-    case RoundsEnd::kPrecision:
-      return absl::StrCat("rounds: ended on precision after ", run.rounds, " rounds (of --rounds=", max_rounds, ")");
+    case RoundsEnd::kDecided:
+      return absl::StrCat("rounds: every ratio decided after ", run.rounds, " rounds (of --rounds=", max_rounds,
+                          "), at look ", run.looks_taken, " of ", run.looks.size());
     case RoundsEnd::kTime:
       return absl::StrCat("rounds: --max-time ended the rounds after ", run.rounds, " (of --rounds=", max_rounds, ")");
     case RoundsEnd::kCount:

@@ -26,13 +26,14 @@ std::string VersionLine();
 // One line for the text report: "machine: AMD EPYC, 2 cores, Linux 6.1; build Release".
 std::string MachineLine(const nlohmann::json& header);
 
-// Why the rounds of a command that runs them until a precision (compare,
-// pg) ended, for its header: the JSON value of "rounds_ended_by" (the key
-// of what ended them), and a line of text: "rounds: ended on precision
-// after 12 rounds (of --rounds=200)", "rounds: --max-time ended the rounds
-// after 9 (of --rounds=200)", "rounds: --rounds ended the rounds after 3".
+// Why the rounds of a command that runs them until its ratios are decided
+// (compare, pg) ended, for its header: the JSON value of "rounds_ended_by"
+// (the key of what ended them), and a line of text: "rounds: every ratio
+// decided after 48 rounds (of --rounds=1000), at look 4 of 9",
+// "rounds: --max-time ended the rounds after 9 (of --rounds=200)",
+// "rounds: --rounds ended the rounds after 3".
 inline constexpr NamedValue<RoundsEnd> kRoundsEndNames[] = {
-    {RoundsEnd::kCount, "rounds"}, {RoundsEnd::kTime, "max_time"}, {RoundsEnd::kPrecision, "precision"}};
+    {RoundsEnd::kCount, "rounds"}, {RoundsEnd::kTime, "max_time"}, {RoundsEnd::kDecided, "decided"}};
 inline std::string_view RoundsEndedName(RoundsEnd end) { return NameOf(end, kRoundsEndNames); }
 std::string RoundsEndedLine(const PreciseRun& run, int64_t max_rounds);
 

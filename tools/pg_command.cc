@@ -123,6 +123,12 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& termi
   header["rounds"] = result->run.rounds;
   header["seed"] = options->seed;
   header["precision_percent"] = 100 * options->precision.half_width;
+  header["same_within_percent"] = 100 * options->same_within;
+  header["confidence_per_look"] = result->rule.confidence;
+  header["looks"] = result->run.looks;
+  header["looks_taken"] = result->run.looks_taken;
+  header["decided"] = result->undecided.empty();
+  header["undecided"] = UndecidedJson(result->undecided);
   header["worst_half_width_percent"] = 100 * result->worst_half_width;
   header["max_time_s"] = options->precision.max_time == absl::InfiniteDuration()
                              ? nlohmann::json(nullptr)
@@ -152,6 +158,10 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& termi
     page.figures = std::move(figures);
     page.timeline = std::move(timeline);
     if (absl::Status s = WriteHtml(flags->Get("html"), page); !s.ok()) return s;
+  }
+  if (*flags->GetBool("require-decisive") && !result->undecided.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--require-decisive: ", result->undecided.size(), " vs-base cost or rate ratios left ~ (listed above)"));
   }
   return absl::OkStatus();
 }

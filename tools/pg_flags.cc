@@ -22,8 +22,10 @@ constexpr FlagSpec kPgFlags[] = {
     {"bindir", "", "a PostgreSQL build's bin directory (default: Debian's PostgreSQL 15)"},
     {"pg-versions", "", "major versions, e.g. 15,17,18: Debian's where installed, else tools/fetch-postgres's"},
     {"shared-buffers", "", "shared_buffers of the servers, one server per size (default 128MB,8GB)"},
-    {"rounds", "3", "interleaved rounds: every server once per round, in a shuffled order; with --precision, at most this many"},
-    {"precision", "0", "percent: rounds go on until every vs-base ratio's 95 % interval is within +-this of it, from 6 rounds on (0: every round runs)"},
+    {"rounds", "3", "interleaved rounds, at most: every server once per round, in a shuffled order; from 6 on, a server leaves them once its vs-base ratios are decided"},
+    {"same-within", "2%", "a ratio whose whole 95 % interval lies within +-this of 1 is `same` (equivalent by two one-sided tests); between 0 and 50 %"},
+    {"precision", "0", "percent: a ratio also needs its 95 % interval within +-this of it before it leaves the rounds (0: its verdict alone)"},
+    {"require-decisive", "off", "exit 1 when a vs-base cost or rate ratio is still ~ at the end: on or off"},
     {"max-time", "", "no round is begun that would end past this, e.g. 2m (default: no limit)"},
     {"seed", "1", "seed of the rounds' shuffled orders"},
     {"clients", "1", "connections in flight at once; a list (1,4) measures every server at each, conn/s at one client and at saturation (>= 2 x cores)"},
@@ -221,6 +223,10 @@ absl::Status LoopFromFlags(const Flags& flags, pgreal::PgRunOptions& options) {
   absl::StatusOr<double> precision = flags.GetNumber("precision", 0, 100);
   if (!precision.ok()) return precision.status();
   options.precision.half_width = *precision / 100;
+  absl::StatusOr<double> same_within = flags.GetPercent("same-within", 0, 50);
+  if (!same_within.ok()) return same_within.status();
+  options.same_within = *same_within;
+  if (absl::StatusOr<bool> decisive = flags.GetBool("require-decisive"); !decisive.ok()) return decisive.status();
   if (flags.Has("max-time")) {
     absl::StatusOr<absl::Duration> max_time = ParseDuration(flags.Get("max-time"));
     if (!max_time.ok()) return absl::InvalidArgumentError(absl::StrCat("--max-time: ", max_time.status().message()));

@@ -161,16 +161,13 @@ void PrintPgNotes(const pgreal::PgResult& result, const pgreal::PgRunOptions& op
          "vs base: at the same clients, one change at a time: a pooled row or a what-if over its stock server's\n"
          "direct row, a row over TCP over the same server's through its Unix socket, a row holding connections\n"
          "over the same server's holding the fewest (--hold), any other row over the first server listed;\n"
-      << kRatioLegend << ".\n";
-  if (options.precision.half_width > 0 && !result.compared) {
-    out << "precision: one server, no ratio to hold to it: --rounds and --max-time decide.\n";
-  } else if (options.precision.half_width > 0) {
-    const bool precise = result.worst_half_width <= options.precision.half_width;
-    out << absl::StrFormat("precision: every vs-base ratio within +-%.3g %% %s after %d rounds (widest +-%.1f %%)",
-                           100 * options.precision.half_width, precise ? "reached" : "NOT reached", result.run.rounds,
-                           100 * result.worst_half_width)
-        << (precise ? "" : "; * marks each ratio short of it (raise --rounds, --max-time or --connections)")
-        << (result.run.ended_by == RoundsEnd::kTime ? "; --max-time ended the rounds" : "") << "\n";
+      << "paired: A over B within each round, geometric mean over the rounds [interval], then a verdict:\n"
+      << VerdictLegend(result.rule);
+  if (!result.compared) {
+    if (options.precision.half_width > 0) out << "precision: one server, no ratio to hold to it: --rounds and --max-time decide.\n";
+  } else {
+    PrintDecisionNotes(result.undecided, result.run.rounds, options.precision.half_width,
+                       result.worst_half_width <= options.precision.half_width, result.worst_half_width, out);
   }
   if (!options.via.empty()) {
     out << "through a pooler: server columns are per client connection, the pooled backends' whole lives included;\n"

@@ -25,6 +25,72 @@ Estimate EstimateOf(const MedianEstimate& m) {
   return Estimate{.value = m.median, .interval = m.interval, .verdict = std::nullopt, .precise = true};
 }
 
+std::string VerdictLegend(const RatioRule& rule) {
+  const bool looks = rule.confidence != kConfidence;
+  std::string text;
+  if (rule.same_within > 0) {
+    absl::StrAppendFormat(&text,
+                          "same where the whole interval lies within +-%.3g %% of 1 (any difference is smaller than that),\n"
+                          "else faster or slower where it excludes 1, else ~ (this run cannot tell).\n",
+                          100 * rule.same_within);
+  } else {
+    text = "faster or slower where the interval excludes 1, ~ where it covers 1 (this run cannot tell).\n";
+  }
+  if (looks) {
+    absl::StrAppendFormat(&text,
+                          "Intervals: %.2f %% at each of the run's looks, so that each covers its true ratio with 95 %%\n"
+                          "whenever the run stopped (a group-sequential bound, base/statistics.h).",
+                          100 * rule.confidence);
+  } else {
+    text += "Intervals: 95 %, the run's rounds fixed beforehand.";
+  }
+  text += rule.same_within > 0
+              ? " A verdict errs at most 2.5 % of the time: faster or\nslower where there is no difference, same where it exceeds the band.\n"
+              : " faster or slower errs at most 2.5 % of the time where there\nis no difference.\n";
+  return text;
+}
+
+nlohmann::json UndecidedJson(std::span<const UndecidedRatio> undecided) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const UndecidedRatio& u : undecided) {
+    const RatioEstimate& r = u.estimate;
+    list.push_back({{"row", u.row},
+                    {"figure", u.figure},
+                    {"ratio", r.ratio},
+                    {"ci", r.has_interval ? nlohmann::json{r.interval.low, r.interval.high} : nlohmann::json(nullptr)},
+                    {"rounds", r.rounds},
+                    {"rounds_to_decide", r.rounds_to_decide > 0 ? nlohmann::json(r.rounds_to_decide) : nlohmann::json(nullptr)}});
+  }
+  return list;
+}
+
+void PrintDecisionNotes(std::span<const UndecidedRatio> undecided, int64_t rounds, double precision, bool precise,
+                        double worst_half_width, std::ostream& out) {
+  if (undecided.empty()) {
+    out << "decided: every cost and rate ratio is faster, slower or same.\n";
+  } else {
+    out << "undecided: " << undecided.size() << " ratio" << (undecided.size() == 1 ? "" : "s")
+        << " left ~ (raise --max-time, or --connections):\n";
+    for (const UndecidedRatio& u : undecided) {
+      const RatioEstimate& r = u.estimate;
+      out << "  " << u.row << " " << u.figure << ": " << TextOf(EstimateOf(r), 2) << " over " << r.rounds << " rounds";
+      if (r.rounds_to_decide > 0) {
+        out << "; about " << r.rounds_to_decide << " would decide it at this point and spread";
+      } else if (r.rounds_to_decide < 0) {
+        out << "; no count of rounds likely decides it";
+      }
+      out << "\n";
+    }
+  }
+  if (precision > 0) {
+    out << absl::StrFormat("precision: every cost and rate ratio within +-%.3g %% ", 100 * precision)
+        << (precise ? "reached" : "NOT reached")
+        << absl::StrFormat(" after %d rounds (widest +-%.1f %%)", rounds, 100 * worst_half_width);
+    if (!precise) out << "; * marks each ratio short of it (raise --max-time or --connections)";
+    out << "\n";
+  }
+}
+
 Estimate EstimateOf(const RatioEstimate& r, double precision) {
   Estimate e{.value = r.ratio, .interval = std::nullopt, .verdict = r.verdict, .precise = precision <= 0};
   if (r.has_interval) {

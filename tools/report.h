@@ -57,6 +57,16 @@ Estimate EstimateOf(const MedianEstimate& m);
 inline constexpr std::string_view kRatioLegend =
     "paired: A over B within each round, geometric mean over the rounds [95 % interval],\n"
     "  faster or slower where the interval excludes 1, ~ where it covers 1";
+// The same for a run whose ratios may be `same` and whose intervals are
+// read at a look's level (RatioRule): what each verdict says and how often
+// it errs.
+std::string VerdictLegend(const RatioRule& rule);
+// The notes on a run's decisions: its ratios left `~` and the rounds that
+// would likely decide each, and the precision where one was asked.
+// The same as JSON: [{row, figure, ratio, ci, rounds, rounds_to_decide}].
+nlohmann::json UndecidedJson(std::span<const UndecidedRatio> undecided);
+void PrintDecisionNotes(std::span<const UndecidedRatio> undecided, int64_t rounds, double precision, bool precise,
+                        double worst_half_width, std::ostream& out);
 Estimate EstimateOf(const RatioEstimate& r, double precision = 0);
 Cell RatioCell(const std::optional<RatioEstimate>& r, double precision = 0);
 // The same cell, its estimate (if any) marked bucketed; and how to read the
@@ -92,8 +102,9 @@ struct Column {
 // The version of the JSON every command writes: raised whenever a key is
 // renamed or its meaning changes (tools/README.md lists each change).
 // 2: one key per figure across commands (server_cpu_us, ...), latencies
-// <figure>_<unit>_p<q>.
-inline constexpr int kJsonSchemaVersion = 2;
+// <figure>_<unit>_p<q>. 3: the `same` verdict, verdicts ending the rounds
+// (`decided`), a row's `rounds`, intervals read at a look's level.
+inline constexpr int kJsonSchemaVersion = 3;
 
 class Report {
  public:

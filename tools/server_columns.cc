@@ -14,7 +14,8 @@ nlohmann::json CountedJson(double value) { return value < 0 ? nlohmann::json(nul
 std::vector<Column> ServerColumns(ServerColumnsShown shown) {
   const bool all = shown == ServerColumnsShown::kAll;
   auto text = [&](const char* heading) { return all ? std::string(heading) : std::string(); };
-  return {{"connections_per_second", "conn/s", 0, ColumnKind::kMedian},
+  return {{"rounds", "rounds"},  // the row's own: fewer where it left the rounds once decided
+          {"connections_per_second", "conn/s", 0, ColumnKind::kMedian},
           {"connections_per_second_vs_baseline", "conn/s vs base", 2, ColumnKind::kRatio},
           {kServerCpuKey, "server CPU us", 0, ColumnKind::kMedian},
           {"server_cpu_us_vs_baseline", "CPU vs base", 2, ColumnKind::kRatio},
@@ -37,7 +38,8 @@ std::vector<Column> ServerColumns(ServerColumnsShown shown) {
 
 void SetServerCells(Report::Row& row, const ServerStats& st, std::span<const ServerUsage> rounds,
                     std::span<const double> rates, double precision) {
-  row.Set("connections_per_second", EstimateOf(st.rate))
+  row.Set("rounds", static_cast<int64_t>(rates.size()))
+      .Set("connections_per_second", EstimateOf(st.rate))
       .Set("connections_per_second_vs_baseline", RatioCell(st.rate_vs_baseline, precision))
       .Set(kServerCpuKey, st.has_cpu ? Cell{EstimateOf(st.cpu_us)} : Cell{})
       .Set("server_cpu_us_vs_baseline", st.has_cpu ? RatioCell(st.cpu_vs_baseline, precision) : Cell{})

@@ -111,46 +111,51 @@ TEST(InterleavedTest, AfterRoundCanEndTheRoundsEarly) {
   EXPECT_EQ(runs, 2);
 }
 
-// RunUntilPrecise: precision is first asked after round 6 and ends the run
-// at the first answer within it; with none asked every round runs; a
-// max_time shorter than a round ends the run after its first round. Each
-// run says which ended it; the last round is the count's, not asked.
-TEST(InterleavedTest, RunUntilPreciseStopsAtThePrecisionOrTheTime) {
+// RunUntilDecided: needed() is asked at the looks alone (rounds 6, 12, 24,
+// ..., and the count's, which ends the run whatever the answer); a
+// configuration it says is done is measured no more, and the run ends at
+// the look where none is left; a max_time shorter than a round ends the run
+// after its first round. Each run says which ended it.
+TEST(InterleavedTest, RunUntilDecidedAsksAtTheLooksAndDropsWhatIsDone) {
   ResetStopRequestForTesting();
-  int runs = 0;
-  auto measure = [&](size_t, int64_t) { return ++runs, absl::OkStatus(); };
-  std::vector<double> widths = {0.05, 0.04, 0.01};  // the answers to the checks after rounds 6, 7, 8
+  std::vector<int> runs(3);
+  auto measure = [&](size_t i, int64_t) { return ++runs[i], absl::OkStatus(); };
+  std::vector<std::vector<bool>> answers = {{true, true, false}, {false, false, false}};  // after rounds 6 and 12
   size_t asked = 0;
-  auto widest = [&] { return widths[std::min(asked++, widths.size() - 1)]; };
+  auto needed = [&] { return answers[std::min(asked++, answers.size() - 1)]; };
   PreciseRun run;
-  ASSERT_TRUE(RunUntilPrecise("test", 20, Precision{0.02}, 3, measure, widest, run).ok());
-  EXPECT_EQ(run.rounds, 8);
-  EXPECT_EQ(asked, 3u) << "asked after rounds 6, 7 and 8 only";
-  EXPECT_EQ(runs, 24);
-  EXPECT_EQ(run.ended_by, RoundsEnd::kPrecision);
+  ASSERT_TRUE(RunUntilDecided("test", 100, Precision{}, 3, measure, needed, run).ok());
+  EXPECT_EQ(run.rounds, 12);
+  EXPECT_EQ(asked, 2u) << "asked after rounds 6 and 12 only";
+  EXPECT_EQ(runs, (std::vector<int>{12, 12, 6})) << "the third left after the first look";
+  EXPECT_EQ(run.ended_by, RoundsEnd::kDecided);
+  EXPECT_EQ(run.looks, (std::vector<int64_t>{6, 12, 24, 48, 96, 100}));
+  EXPECT_EQ(run.looks_taken, 2);
 
   asked = 0;
-  ASSERT_TRUE(RunUntilPrecise("test", 8, Precision{0.02}, 3, measure, widest, run).ok());
-  EXPECT_EQ(run.rounds, 8);
-  EXPECT_EQ(asked, 2u) << "asked after rounds 6 and 7: the 8th ends on the count whatever the answer";
+  answers = {{true, true, true}};
+  ASSERT_TRUE(RunUntilDecided("test", 12, Precision{}, 3, measure, needed, run).ok());
+  EXPECT_EQ(run.rounds, 12);
+  EXPECT_EQ(asked, 1u) << "asked after round 6: the 12th ends on the count whatever the answer";
   EXPECT_EQ(run.ended_by, RoundsEnd::kCount);
 
-  runs = 0;
   asked = 0;
-  ASSERT_TRUE(RunUntilPrecise("test", 9, Precision{}, 3, measure, widest, run).ok());
-  EXPECT_EQ(run.rounds, 9);
-  EXPECT_EQ(asked, 0u) << "no precision asked: never asked";
+  ASSERT_TRUE(RunUntilDecided("test", 5, Precision{}, 3, measure, needed, run).ok());
+  EXPECT_EQ(run.rounds, 5);
+  EXPECT_EQ(asked, 0u) << "fewer rounds than the first look: never asked";
+  EXPECT_TRUE(run.looks.empty());
   EXPECT_EQ(run.ended_by, RoundsEnd::kCount);
 
-  runs = 0;
-  auto slow = [&](size_t, int64_t) {
+  runs.assign(3, 0);
+  auto slow = [&](size_t i, int64_t) {
     absl::SleepFor(absl::Milliseconds(1));
-    return ++runs, absl::OkStatus();
+    return ++runs[i], absl::OkStatus();
   };
-  ASSERT_TRUE(RunUntilPrecise("test", 9, Precision{0, absl::Nanoseconds(1)}, 2, slow, widest, run).ok());
+  ASSERT_TRUE(RunUntilDecided("test", 9, Precision{0, absl::Nanoseconds(1)}, 2, slow, needed, run).ok());
   EXPECT_EQ(run.rounds, 1);
   EXPECT_EQ(run.ended_by, RoundsEnd::kTime);
-  EXPECT_EQ(runs, 2);
+  EXPECT_EQ(run.looks_taken, 1) << "the end's statistics are a look, in place of round 6's";
+  EXPECT_EQ(runs[0] + runs[1], 2);
   EXPECT_GE(run.elapsed, absl::Milliseconds(2));
 }
 

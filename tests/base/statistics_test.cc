@@ -36,7 +36,7 @@ TEST(StatisticsTest, PairedRatioMatchesAHandComputedExample) {
   ASSERT_TRUE(r.has_interval);
   EXPECT_NEAR(r.interval.low, 0.87460, 1e-5);
   EXPECT_NEAR(r.interval.high, 1.37586, 1e-5);
-  EXPECT_EQ(r.verdict, Verdict::kSame);
+  EXPECT_EQ(r.verdict, Verdict::kUndecided);
   EXPECT_EQ(VerdictName(r.verdict), "~");
   // A/B and B/A say the same thing.
   const RatioEstimate back = PairedRatio(b, a, Better::kHigher);
@@ -65,7 +65,7 @@ TEST(StatisticsTest, RoundsWithoutAFigureAreLeftOutAndOneRoundHasNoInterval) {
   EXPECT_EQ(r.rounds, 1);
   EXPECT_DOUBLE_EQ(r.ratio, 2);
   EXPECT_FALSE(r.has_interval);
-  EXPECT_EQ(r.verdict, Verdict::kSame);
+  EXPECT_EQ(r.verdict, Verdict::kUndecided);
   EXPECT_EQ(PairedRatio({}, {}, Better::kHigher).rounds, 0);
 }
 
@@ -107,7 +107,7 @@ TEST(StatisticsTest, VerdictsAreRightOnPlantedEffectsOfZeroAndTenPercent) {
   constexpr int kDraws = 2000;
   int same = 0, slower = 0, faster = 0;
   for (int i = 0; i < kDraws; ++i) {
-    same += SimulatedComparison(rng, 10, 2000, 1.0).verdict == Verdict::kSame;
+    same += SimulatedComparison(rng, 10, 2000, 1.0).verdict == Verdict::kUndecided;
     slower += SimulatedComparison(rng, 10, 2000, 1.1).verdict == Verdict::kSlower;   // A costs 10 % more
     faster += SimulatedComparison(rng, 10, 2000, 1 / 1.1).verdict == Verdict::kFaster;
   }
@@ -166,6 +166,91 @@ TEST(StatisticsTest, MedianIntervalsCoverTheTrueMedian) {
   RecordProperty("median_covered_of_2000", covered);
   EXPECT_GE(covered, kDraws * 93 / 100);
   EXPECT_LE(covered, kDraws * 99 / 100);
+}
+
+// `same` where the whole interval lies within the band, symmetric in logs,
+// even where it also excludes 1; else faster/slower; else ~.
+TEST(StatisticsTest, SameIsAnIntervalInsideTheBand) {
+  EXPECT_EQ(VerdictOf({0.99, 1.01}, Better::kHigher, 0.02), Verdict::kSame);
+  EXPECT_EQ(VerdictOf({1 / 1.02, 1.02}, Better::kHigher, 0.02), Verdict::kSame) << "the band's edges are in it";
+  EXPECT_EQ(VerdictOf({1.005, 1.015}, Better::kHigher, 0.02), Verdict::kSame) << "any difference is below 2 %";
+  EXPECT_EQ(VerdictOf({1.005, 1.03}, Better::kHigher, 0.02), Verdict::kFaster);
+  EXPECT_EQ(VerdictOf({1.005, 1.03}, Better::kLower, 0.02), Verdict::kSlower);
+  EXPECT_EQ(VerdictOf({0.97, 1.01}, Better::kHigher, 0.02), Verdict::kUndecided);
+  EXPECT_EQ(VerdictOf({0.99, 1.01}, Better::kHigher), Verdict::kUndecided) << "no band: never same";
+  EXPECT_EQ(VerdictName(Verdict::kSame), "same");
+}
+
+// The hand-computed example's ~: its interval would exclude 1 once
+// t(2) * sd / sqrt(n) < |mean|: n > (4.3027 * 0.091192 / 0.092544)^2 = 17.98.
+TEST(StatisticsTest, AnUndecidedRatioSaysHowManyRoundsWouldLikelyDecideIt) {
+  const std::vector<double> a = {110, 120, 100}, b = {100, 100, 100};
+  const RatioEstimate r = PairedRatio(a, b, Better::kHigher, {.confidence = kConfidence, .same_within = 0.02});
+  EXPECT_EQ(r.verdict, Verdict::kUndecided);
+  EXPECT_EQ(r.rounds_to_decide, 18);
+  EXPECT_EQ(PairedRatio(b, b, Better::kHigher, {.confidence = kConfidence, .same_within = 0.02}).rounds_to_decide, 0)
+      << "zero spread: same, nothing to add";
+  const std::vector<double> c = {110, 100 / 1.1, 110, 100 / 1.1}, d = {100, 100, 100, 100};
+  EXPECT_EQ(PairedRatio(c, d, Better::kHigher).rounds_to_decide, -1) << "a point of 1, no band: no count decides it";
+}
+
+// LookRounds doubles from 6 to the count; one look is read at 95 %, more
+// at more, yet less than Bonferroni's 1 - 0.05 / k over k looks (the looks'
+// statistics are correlated), and the same at every call.
+TEST(StatisticsTest, ThePerLookLevelLiesBetweenOneLookAndBonferroni) {
+  EXPECT_EQ(LookRounds(1000), (std::vector<int64_t>{6, 12, 24, 48, 96, 192, 384, 768, 1000}));
+  EXPECT_EQ(LookRounds(6), std::vector<int64_t>{6});
+  EXPECT_TRUE(LookRounds(5).empty());
+  EXPECT_EQ(PerLookConfidence(LookRounds(6)), kConfidence);
+  const std::vector<int64_t> looks = LookRounds(1000);
+  const double level = PerLookConfidence(looks);
+  RecordProperty("per_look_confidence_1000", std::to_string(level));
+  EXPECT_GT(level, 1 - 0.05 / 3);
+  EXPECT_LT(level, 1 - 0.05 / 9);
+  EXPECT_EQ(level, PerLookConfidence(looks));
+  EXPECT_GT(PerLookConfidence(looks, 1 - 0.05 / 6), level) << "a family's member is read at more";
+}
+
+// The stopping rule as runs use it: looks at LookRounds(200), a ratio's run
+// stopped at the first look that decides it (same within 2 %, or excluding
+// 1), its interval read at PerLookConfidence. Rounds' log ratios are normal,
+// sd 0.1 (a round of a few connections). With no difference, the interval
+// at the stop holds 1 and the verdict is never faster or slower but for the
+// 5 % allowed; read at 95 % at every look instead, the same rule errs far
+// more often (each look is another chance to miss). 2,000 runs each:
+// binomial sd 0.49 %.
+TEST(StatisticsTest, IntervalsKeepTheirCoverageWhenTheRunStopsOnItsVerdicts) {
+  const std::vector<int64_t> looks = LookRounds(200);
+  auto run = [&](std::mt19937_64& rng, double true_ratio, double confidence) {
+    std::normal_distribution<double> noise(std::log(true_ratio), 0.1);
+    std::vector<double> a, b;
+    RatioEstimate r;
+    for (const int64_t look : looks) {
+      while (static_cast<int64_t>(a.size()) < look) {
+        a.push_back(std::exp(noise(rng)));
+        b.push_back(1);
+      }
+      r = PairedRatio(a, b, Better::kLower, {.confidence = confidence, .same_within = 0.02});
+      if (Decided(r)) break;
+    }
+    return r;
+  };
+  constexpr int kDraws = 2000;
+  std::mt19937_64 rng(20261206);
+  int covered = 0, apart = 0, naive_apart = 0;
+  for (int i = 0; i < kDraws; ++i) {
+    const RatioEstimate r = run(rng, 1.0, PerLookConfidence(looks));
+    covered += r.interval.Covers(1.0);
+    apart += r.verdict == Verdict::kFaster || r.verdict == Verdict::kSlower;
+    const RatioEstimate naive = run(rng, 1.0, kConfidence);
+    naive_apart += naive.verdict == Verdict::kFaster || naive.verdict == Verdict::kSlower;
+  }
+  RecordProperty("covered_of_2000", covered);
+  RecordProperty("apart_of_2000", apart);
+  RecordProperty("naive_apart_of_2000", naive_apart);
+  EXPECT_GE(covered, kDraws * 93 / 100);
+  EXPECT_LE(apart, kDraws * 7 / 100);
+  EXPECT_GE(naive_apart, kDraws * 9 / 100) << "read at 95 % at every look, the rule would err past 5 %";
 }
 
 }  // namespace

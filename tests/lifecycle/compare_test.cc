@@ -134,8 +134,8 @@ TEST(CompareStatsTest, RatiosArePairedToTheBaselineAndTheCopyMustComeOutSame) {
   Rounds(m->configs[0], {100, 150, 200}, {10, 20, 30});
   Rounds(m->configs[1], {90, 135, 180}, {11, 22, 33});
   Rounds(m->configs[2], {80, 135, 200}, {11, 24, 39});
-  const Companion pg{128 << 20, 1, {m->configs[0].rates, m->configs[1].server_rounds}};
-  const CompareStats stats = ComputeCompareStats(*m, std::span<const Companion>(&pg, 1), 0.02);
+  const Companion pg{"pg15 at 128MB", 128 << 20, 1, {m->configs[0].rates, m->configs[1].server_rounds}};
+  const CompareStats stats = ComputeCompareStats(*m, std::span<const Companion>(&pg, 1), CompareReading{{}, 0, 0.02});
   ASSERT_EQ(stats.mock.size(), 3u);
   ASSERT_EQ(stats.companions.size(), 1u);
   EXPECT_EQ(stats.rounds, 3);
@@ -158,9 +158,16 @@ TEST(CompareStatsTest, RatiosArePairedToTheBaselineAndTheCopyMustComeOutSame) {
   const double hash_widest = std::max(hash.rate_vs_baseline->interval.RelativeHalfWidth(hash.rate_vs_baseline->ratio),
                                       hash.cpu_vs_baseline->interval.RelativeHalfWidth(hash.cpu_vs_baseline->ratio));
   EXPECT_NEAR(stats.worst_half_width, hash_widest, 1e-12);
-  EXPECT_EQ(stats.worst_half_width, CompareWorstHalfWidth(*m, std::span<const Companion>(&pg, 1)));
   EXPECT_FALSE(stats.precise) << "three rounds this spread are not within 2 %";
-  EXPECT_TRUE(ComputeCompareStats(*m, {}, 0).precise) << "no precision asked: every ratio counts as precise";
+  EXPECT_TRUE(ComputeCompareStats(*m, {}, {}).precise) << "no precision asked: every ratio counts as precise";
+  // Three rounds decide none of hash's ratios, nor the companion's: listed
+  // by row and figure, each with the rounds that would likely decide it.
+  ASSERT_EQ(stats.undecided.size(), 3u);
+  EXPECT_EQ(stats.undecided[0].row, "hash/always at 128MB");
+  EXPECT_EQ(stats.undecided[0].figure, "connections_per_second_vs_baseline");
+  EXPECT_GT(stats.undecided[0].estimate.rounds_to_decide, 3);
+  EXPECT_EQ(stats.undecided[2].row, "pg15 at 128MB");
+  EXPECT_EQ(stats.mock[2].rounds, 3);
 }
 
 // The A/A check holds the run's A/A ratios to 95 % together: each at
@@ -184,16 +191,59 @@ TEST(CompareStatsTest, TheAaCheckHoldsTheRunsAaRatiosTo95PercentTogether) {
   const std::vector<double> cpu = {10, 11, 12, 13, 14, 15};
   Rounds(m->configs[0], {100, 100, 100, 100, 100, 100}, cpu);
   Rounds(m->configs[1], copy_rates, cpu);
-  const CompareStats stats = ComputeCompareStats(*m, {}, 0);
+  const CompareStats stats = ComputeCompareStats(*m, {}, {});
   ASSERT_TRUE(stats.mock[1].server.rate_vs_baseline);
   EXPECT_EQ(stats.mock[1].server.rate_vs_baseline->verdict, Verdict::kFaster) << "alone, at 95 %";
   EXPECT_EQ(stats.aa_ratios, 2);
   EXPECT_DOUBLE_EQ(stats.aa_confidence, 0.975);
   EXPECT_TRUE(stats.aa_failures.empty()) << "held together, the family is ~";
+  // With a `same` band of 3 %, the copy's 1.3 % is same: an A/A pass too.
+  const CompareStats banded = ComputeCompareStats(*m, {}, CompareReading{{}, 0.03, 0});
+  EXPECT_EQ(banded.mock[1].server.rate_vs_baseline->verdict, Verdict::kSame);
+  EXPECT_TRUE(banded.aa_failures.empty());
 
   for (double& r : copy_rates) r *= 1.1;
   Rounds(m->configs[1], copy_rates, cpu);
-  EXPECT_EQ(ComputeCompareStats(*m, {}, 0).aa_failures, std::vector<std::string>{"array/always#2 at 128MB"});
+  EXPECT_EQ(ComputeCompareStats(*m, {}, {}).aa_failures, std::vector<std::string>{"array/always#2 at 128MB"});
+}
+
+// At a look, a row whose every ratio is decided leaves the rounds, and so
+// does a baseline once no row against it is undecided; a row with one
+// undecided ratio stays, with its baseline. No ratio at all: every row stays.
+TEST(CompareStatsTest, OnlyUndecidedRowsAndTheirBaselinesNeedMoreRounds) {
+  CompareSpec spec = Spec();
+  spec.layouts = {buffers::Layout::kArray, buffers::Layout::kBytes, buffers::Layout::kHash};
+  spec.shared_buffers = {Size(128 << 20), Size(1 << 30)};
+  spec.catcaches.resize(1);
+  spec.clients = {1};
+  absl::StatusOr<CompareMatrix> m = BuildCompareMatrix(spec);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->configs.size(), 6u);
+  const std::vector<double> base = {100, 110, 120, 130, 140, 150};
+  auto scaled = [&](double by, double jitter) {
+    std::vector<double> v;
+    for (size_t i = 0; i < base.size(); ++i) v.push_back(base[i] * by * (i % 2 == 0 ? 1 + jitter : 1 - jitter));
+    return v;
+  };
+  // 128MB: bytes 30 % faster in every round (decided), hash 1 % +- 5 % (not).
+  // 1GB: both 30 % faster (decided): every row there is done.
+  Rounds(m->configs[0], base, base);
+  Rounds(m->configs[1], scaled(1.3, 0.001), scaled(1 / 1.3, 0.001));
+  Rounds(m->configs[2], scaled(1.01, 0.05), scaled(1.01, 0.05));
+  Rounds(m->configs[3], base, base);
+  Rounds(m->configs[4], scaled(1.3, 0.001), scaled(1 / 1.3, 0.001));
+  Rounds(m->configs[5], scaled(1.3, 0.001), scaled(1 / 1.3, 0.001));
+  const CompareReading reading{{}, 0.02, 0};
+  EXPECT_EQ(CompareNeeded(*m, {}, reading), (std::vector<bool>{true, false, true, false, false, false}));
+  // Asked for a precision of 0.01 %, no ratio is done.
+  EXPECT_EQ(CompareNeeded(*m, {}, CompareReading{{}, 0.02, 0.0001}), std::vector<bool>(6, true));
+
+  spec.layouts.resize(1);
+  spec.shared_buffers.resize(1);
+  absl::StatusOr<CompareMatrix> alone = BuildCompareMatrix(spec);
+  ASSERT_TRUE(alone.ok());
+  Rounds(alone->configs[0], base, base);
+  EXPECT_EQ(CompareNeeded(*alone, {}, reading), std::vector<bool>{true}) << "no ratio: nothing to decide";
 }
 
 // Holds are where a configuration runs, as clients are: every
@@ -217,7 +267,7 @@ TEST(CompareStatsTest, EachHoldIsComparedWithTheBaselineThereAndWithItselfHoldin
   Rounds(m->configs[3], {50, 100}, {12, 26});  // 1.2x and 1.3x hash/always's
   m->configs[3].hold_open_ms = {40, 60};
   m->configs[3].held_memory = {{3000, 200, 150, 140}, {3400, 220, 160, 150}};
-  const CompareStats stats = ComputeCompareStats(*m, {}, 0);
+  const CompareStats stats = ComputeCompareStats(*m, {}, {});
   EXPECT_FALSE(stats.mock[1].cpu_vs_fewest_held.has_value()) << "at the first hold: itself";
   ASSERT_TRUE(stats.mock[2].cpu_vs_fewest_held && stats.mock[3].cpu_vs_fewest_held);
   EXPECT_NEAR(stats.mock[2].cpu_vs_fewest_held->ratio, 1.5, 1e-9);
@@ -255,7 +305,7 @@ TEST(CompareRunTest, EveryConfigurationAndCompanionOncePerRound) {
                           rates.push_back(100 + measured++);
                           return absl::OkStatus();
                         },
-                        [&](size_t) { return Companion{128 << 20, 1, {rates, {}}}; }};
+                        [&](size_t) { return Companion{"pg", 128 << 20, 1, {rates, {}}}; }};
   CompareRunOptions options;
   options.rounds = 3;
   absl::StatusOr<PreciseRun> run = RunCompare(*m, companions, options);
@@ -272,7 +322,7 @@ TEST(CompareRunTest, EveryConfigurationAndCompanionOncePerRound) {
 
   // A companion that fails ends the run with its error.
   Companions failing{1, [](size_t) { return absl::UnavailableError("server gone"); },
-                     [&](size_t) { return Companion{128 << 20, 1, {rates, {}}}; }};
+                     [&](size_t) { return Companion{"pg", 128 << 20, 1, {rates, {}}}; }};
   absl::StatusOr<PreciseRun> failed = RunCompare(*m, failing, options);
   EXPECT_TRUE(absl::IsUnavailable(failed.status())) << failed.status();
 }

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/lifecycle/child_processes.h"
@@ -74,6 +75,11 @@ INSTANTIATE_TEST_SUITE_P(
         std::vector<std::string>{"--precision=nan"}, std::vector<std::string>{"--precision=101"},
         std::vector<std::string>{"--max-time=0s"}, std::vector<std::string>{"--max-time=10"},
         std::vector<std::string>{"--seed=-1"}, std::vector<std::string>{"--aa=maybe"},
+        // The `same` band lies strictly between 0 and 50 %.
+        std::vector<std::string>{"--same-within=0"}, std::vector<std::string>{"--same-within=50%"},
+        std::vector<std::string>{"--same-within=-2%"}, std::vector<std::string>{"--same-within=two"},
+        std::vector<std::string>{"--same-within=2%%"}, std::vector<std::string>{"--same-within="},
+        std::vector<std::string>{"--require-decisive=yes"},
         // Clients: each entry once, at least one, no more than a round's connections (2 here).
         std::vector<std::string>{"--clients=1,1"}, std::vector<std::string>{"--clients=0"},
         std::vector<std::string>{"--clients=1,3"}, std::vector<std::string>{"--clients=1,x"}));
@@ -155,7 +161,10 @@ TEST_F(CompareCliTest, RatiosArePairedWithinRoundsAndCarryIntervalsAndVerdicts) 
       EXPECT_LE(low, value);
       EXPECT_GE(high, value);
       const std::string verdict = row[std::string(ratio.key) + "_verdict"].get<std::string>();
-      if (low <= 1 && 1 <= high) {
+      const double band = j["header"]["same_within_percent"].get<double>() / 100;
+      if (low >= 1 / (1 + band) && high <= 1 + band) {
+        EXPECT_EQ(verdict, "same");
+      } else if (low <= 1 && 1 <= high) {
         EXPECT_EQ(verdict, "~");
       } else {
         EXPECT_EQ(verdict, (high < 1) == ratio.lower_is_faster ? "faster" : "slower");
@@ -170,7 +179,7 @@ TEST_F(CompareCliTest, RatiosArePairedWithinRoundsAndCarryIntervalsAndVerdicts) 
             std::string::npos)
       << csv[0];
   // Text: the verdicts and how to read them.
-  EXPECT_NE(r.out.find("~ where it covers 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("else ~ (this run cannot tell)"), std::string::npos) << r.out;
 
   const std::string svg = ReadFile(svg_path);
   EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u) << svg;
@@ -216,11 +225,13 @@ TEST_F(CompareCliTest, AnAaRunAddsACopyOfTheBaselineComparedWithIt) {
   ExpectTmpdirEmpty();
 }
 
-// Rounds go on until the precision is reached or the time is up, and the
-// header says which (text and JSON), as the notes do. A precision of +-100 % is met at the first check (6
-// rounds) unless two rounds' ratios differ tenfold; a --max-time of 1 ms
-// lets no round begin after the first.
-TEST_F(CompareCliTest, RoundsStopAtThePrecisionOrTheTimeLimit) {
+// Rounds go on until every ratio is decided or the time is up, and the
+// header says which (text and JSON). With a `same` band of +-49 %, two
+// configurations that differ by one exit check are `same` at one of the
+// first looks (6, 12, 24 rounds) unless rounds' ratios spread by a third;
+// the rounds end there, at a look. A --max-time of 1 ms lets no round begin
+// after the first.
+TEST_F(CompareCliTest, RoundsStopOnceDecidedOrAtTheTimeLimit) {
   const std::string json_path = dir_ + "/compare.json";
   const std::vector<std::string> pair = {"--layouts=hash", "--exit-checks=off,always", "--connections=10", "--rounds=100",
                                          "--json=" + json_path};
@@ -234,13 +245,22 @@ TEST_F(CompareCliTest, RoundsStopAtThePrecisionOrTheTimeLimit) {
     return std::make_pair(r, j);
   };
   {
-    const auto [r, j] = run({"--precision=100"});
-    EXPECT_EQ(j["header"].value("rounds", 0), 6) << r.out;
-    EXPECT_EQ(j["header"]["precise"], true);
-    EXPECT_NE(r.out.find("precision: every cost and rate ratio within +-100 % reached after 6 rounds"), std::string::npos) << r.out;
-    EXPECT_EQ(j["header"].value("rounds_ended_by", ""), "precision") << j["header"].dump();
-    EXPECT_NE(r.out.find("rounds: ended on precision after 6 rounds (of --rounds=100)\n"), std::string::npos) << r.out;
-    EXPECT_EQ(j["rows"][1]["connections_per_second_vs_baseline_precise"], true);
+    const auto [r, j] = run({"--same-within=49%"});
+    const int64_t rounds = j["header"].value("rounds", 0);
+    EXPECT_TRUE(rounds == 6 || rounds == 12 || rounds == 24) << r.out;
+    EXPECT_EQ(j["header"]["looks"], (std::vector<int64_t>{6, 12, 24, 48, 96, 100}));
+    EXPECT_EQ(j["header"].value("rounds_ended_by", ""), "decided") << j["header"].dump();
+    EXPECT_EQ(j["header"]["decided"], true);
+    EXPECT_TRUE(j["header"]["undecided"].empty());
+    EXPECT_NE(r.out.find(absl::StrCat("rounds: every ratio decided after ", rounds, " rounds (of --rounds=100), at look ")),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("decided: every cost and rate ratio is faster, slower or same.\n"), std::string::npos) << r.out;
+    EXPECT_EQ(j["rows"][1]["connections_per_second_vs_baseline_verdict"], "same");
+    EXPECT_EQ(j["rows"][1]["rounds"], rounds);
+    const double per_look = j["header"]["confidence_per_look"].get<double>();
+    EXPECT_GT(per_look, 0.95) << "five looks read at more than 95 % each";
+    EXPECT_LT(per_look, 1 - 0.05 / 6) << "and at less than Bonferroni's over six";
   }
   {
     const auto [r, j] = run({"--precision=2", "--max-time=1ms"});
@@ -252,6 +272,18 @@ TEST_F(CompareCliTest, RoundsStopAtThePrecisionOrTheTimeLimit) {
     EXPECT_EQ(j["rows"][1]["connections_per_second_vs_baseline_precise"], false) << "one round has no interval";
     EXPECT_TRUE(j["rows"][1]["connections_per_second_vs_baseline_ci"].is_null());
     EXPECT_EQ(j["rows"][1]["connections_per_second_vs_baseline_verdict"], "~") << "no interval: nothing resolved";
+    EXPECT_EQ(j["header"]["decided"], false);
+    EXPECT_EQ(j["header"]["undecided"].size(), 2u) << "its cost and rate ratios";
+    EXPECT_NE(r.out.find("undecided: 2 ratios left ~"), std::string::npos) << r.out;
+  }
+  {
+    // --require-decisive: the same run fails, after its report.
+    std::vector<std::string> args = pair;
+    args.insert(args.end(), {"--max-time=1ms", "--require-decisive=on"});
+    const RunResult r = Run(Compare(args));
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_NE(r.out.find("undecided: 2 ratios left ~"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("--require-decisive: 2 cost or rate ratios left ~"), std::string::npos) << r.err;
   }
   ExpectTmpdirEmpty();
 }

@@ -204,22 +204,31 @@ TEST_F(PgPathsTest, AClientsListMeasuresEveryServerAtEach) {
   ExpectNoServerLeft();
 }
 
-// --precision ends the rounds at the first check that finds every vs-base
-// ratio within it, from 6 rounds on: at +-100 % the first check, after
-// round 6 of 9 (50 connections a round: a 95 % interval of 6 paired rounds
-// wider than +-100 % would need rounds apart by more than 2x, whatever else
-// the machine runs). With one server there is no ratio, even at two clients
-// (each row is its own baseline), and every round runs.
-TEST_F(PgPathsTest, PrecisionEndsTheRoundsOnceEveryRatioHoldsIt) {
-  const RunResult r = Run(Small({"pg", "--shared-buffers=128MB,256MB", "--rounds=9", "--connections=50", "--precision=100",
-                                 "--json=" + dir_ + "/two.json"}));
+// The rounds end at the first look that finds every vs-base ratio decided:
+// with a `same` band of +-49 %, the first, after round 6 of 9 (50
+// connections a round: an interval of 6 paired rounds reaching past +-49 %
+// would need rounds apart by a third, whatever else the machine runs). A
+// precision asked too must be met as well. With one server there is no
+// ratio, even at two clients (each row is its own baseline), and every
+// round runs.
+TEST_F(PgPathsTest, TheRoundsEndOnceEveryRatioIsDecided) {
+  const RunResult r = Run(Small({"pg", "--shared-buffers=128MB,256MB", "--rounds=9", "--connections=50",
+                                 "--same-within=49%", "--precision=100", "--json=" + dir_ + "/two.json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(ReadFile(dir_ + "/two.json"));
   EXPECT_EQ(j["header"]["rounds"], 6) << r.out;
+  EXPECT_EQ(j["header"]["rounds_ended_by"], "decided");
+  EXPECT_EQ(j["header"]["looks"], (std::vector<int64_t>{6, 9}));
+  EXPECT_EQ(j["header"]["same_within_percent"], 49);
   EXPECT_EQ(j["header"]["precision_percent"], 100);
   EXPECT_LE(j["header"]["worst_half_width_percent"].get<double>(), 100);
   EXPECT_NE(r.out.find("within +-100 % reached after 6 rounds"), std::string::npos) << r.out;
-  for (const nlohmann::json& row : j["rows"]) EXPECT_EQ(row["rounds_connections_per_second"].size(), 6u);
+  EXPECT_NE(r.out.find("decided: every cost and rate ratio is faster, slower or same."), std::string::npos) << r.out;
+  for (const nlohmann::json& row : j["rows"]) {
+    EXPECT_EQ(row["rounds_connections_per_second"].size(), 6u);
+    EXPECT_EQ(row["rounds"], 6);
+  }
+  EXPECT_EQ(j["rows"][1]["server_cpu_us_vs_baseline_verdict"], "same") << r.out;
 
   const RunResult one =
       Run(Small({"pg", "--rounds=7", "--connections=6", "--clients=1,2", "--precision=100", "--json=" + dir_ + "/one.json"}));

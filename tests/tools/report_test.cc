@@ -232,7 +232,7 @@ TEST(ReportTest, AnIntervalOfBucketedValuesIsMarkedInTextAndJson) {
   Report::Row b = report.NewRow();
   b.Set("name", std::string("b"))
       .Set("exit_us", Bucketed(std::monostate{}))
-      .Set("exit_vs_base", Bucketed(Estimate{.value = 1.5, .interval = std::nullopt, .verdict = Verdict::kSame}))
+      .Set("exit_vs_base", Bucketed(Estimate{.value = 1.5, .interval = std::nullopt, .verdict = Verdict::kUndecided}))
       .Set("cpu_vs_base", 1.0);
   report.AddRow(std::move(b));
   std::ostringstream text;

@@ -52,8 +52,8 @@ geometric mean [0-9.]+ \[[0-9.]+, [0-9.]+\] \(95 % interval\)'
 goal='goal >= 0.95 (met|missed|not resolved)'
 # aa-study's summary, of its runs and of their files alike.
 study='^2 runs of compare --aa=on \(seeds 1, 2\)
-^A/A ratios not ~ at 95 %: [0-9] of 4
-^runs with every A/A ratio ~: [0-2] of 2
+^A/A ratios faster or slower at 95 %: [0-9] of 4
+^runs with every A/A ratio same or ~: [0-2] of 2
 ^runs passing the family check .*: [0-2] of 2
 ^A/A t statistics: root mean square [0-9.]+ .* over 4
 ^widest interval of a run, every ratio .*: \+-[0-9.]+-[0-9.]+ \(median [0-9.]+\) %
