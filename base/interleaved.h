@@ -26,6 +26,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/interrupt.h"
+#include "base/private_dir.h"
 #include "base/statistics.h"
 
 namespace backendlab {
@@ -85,7 +86,8 @@ inline std::vector<size_t> RoundOrder(uint64_t seed, int64_t round, size_t confi
 // in each round, in RoundOrder, then after_round(round), which returns a
 // Status, or a StatusOr<bool>: false when no further round is wanted (the
 // answer is precise enough, or time is up). Shows "name: round i/n, run k"
-// on stderr while it runs if stderr is a terminal. With `active`, only the
+// on stderr while it runs if stderr is a terminal, and the clean-up
+// watchdog running throughout (WatchdogHold). With `active`, only the
 // configurations it marks are measured (the others have left the rounds;
 // the order of those left stays the shuffled one). Stops at the first error
 // and returns it, and before the next run once a stop was asked for
@@ -96,6 +98,9 @@ absl::Status RunInterleaved(std::string_view name, const RoundPlan& plan, size_t
                             AfterRound after_round, const std::vector<bool>* active = nullptr) {
   const bool progress = isatty(STDERR_FILENO);
   const std::string label(name);
+  // A mock postmaster's socket directory per run: the clean-up watchdog
+  // started once, here, not beside every round's server (base/private_dir.h).
+  const WatchdogHold watchdog;
   size_t done = 0;
   absl::Status status;
   bool more = true;

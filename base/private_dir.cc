@@ -45,7 +45,16 @@ struct Watch {
   int fd = -1;      // the writing end, -1 while no watchdog runs
   pid_t pid = 0;
   std::map<std::string, pid_t> dirs;
+  int holds = 0;  // WatchdogHolds alive in `owner`
 };
+
+// A fork starts with no registrations and no holds of its own.
+void OwnLocked(Watch& w) {
+  if (w.owner == getpid()) return;
+  w.dirs.clear();
+  w.holds = 0;
+  w.owner = getpid();
+}
 
 // Never destroyed: a directory may be forgotten from a static destructor.
 Watch& State() {
@@ -174,10 +183,7 @@ absl::Status WatchDirectory(const std::string& dir, pid_t wait_for) {
   }
   Watch& w = State();
   Locked lock(w);
-  if (w.owner != getpid()) {  // a fork's copy of its parent's registrations is not its own
-    w.dirs.clear();
-    w.owner = getpid();
-  }
+  OwnLocked(w);  // a fork's copy of its parent's registrations is not its own
   const pid_t pid = wait_for > 0 ? wait_for : 0;
   const bool had = w.dirs.contains(dir);
   const pid_t old = had ? w.dirs[dir] : 0;
@@ -204,7 +210,23 @@ void UnwatchDirectory(const std::string& dir) {
   if (w.fd >= 0 && !SendAll(w.fd, absl::StrCat("- ", dir, "\n")) && !w.dirs.empty()) {
     RestartLocked(w).IgnoreError();  // a new watchdog, told what is still registered
   }
-  if (w.dirs.empty()) StopLocked(w);
+  if (w.dirs.empty() && w.holds == 0) StopLocked(w);
+}
+
+WatchdogHold::WatchdogHold() {
+  Watch& w = State();
+  Locked lock(w);
+  OwnLocked(w);
+  ++w.holds;
+  // Not started (no awk?): the first registration says why, as without a hold.
+  if (w.fd < 0) StartLocked(w).IgnoreError();
+}
+
+WatchdogHold::~WatchdogHold() {
+  Watch& w = State();
+  Locked lock(w);
+  if (w.owner != getpid()) return;  // a fork's copy
+  if (--w.holds == 0 && w.dirs.empty()) StopLocked(w);
 }
 
 pid_t WatchdogPidForTesting() {

@@ -43,6 +43,20 @@ absl::Status WatchDirectory(const std::string& dir, pid_t wait_for = 0);
 // forgotten ends the watchdog. A directory never registered is ignored.
 void UnwatchDirectory(const std::string& dir);
 
+// While one lives, the watchdog runs even with nothing registered: started
+// when it is made, ended with the last hold once nothing is registered. A
+// loop that makes and removes a directory per round (a mock postmaster's
+// socket, one per configuration and round) then starts the watchdog once,
+// before its first round, instead of once per round beside the server it
+// measures. A fork's copy holds nothing.
+class WatchdogHold {
+ public:
+  WatchdogHold();
+  ~WatchdogHold();
+  WatchdogHold(const WatchdogHold&) = delete;
+  WatchdogHold& operator=(const WatchdogHold&) = delete;
+};
+
 // The watchdog's pid, 0 while none runs (for tests).
 pid_t WatchdogPidForTesting();
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/row_label.h"
+#include "base/start_layout.h"
 
 namespace backendlab::lifecycle {
 namespace {
@@ -216,9 +217,10 @@ absl::StatusOr<PreciseRun> RunCompare(CompareMatrix& matrix, const Companions& c
   PreciseRun run;
   const absl::Status status = RunUntilDecided(
       "compare", RoundPlan(options.rounds, options.seed, groups), options.precision, configs.size() + companions.count,
-      [&](size_t i, int64_t) -> absl::Status {
+      [&](size_t i, int64_t round) -> absl::Status {
         if (i >= configs.size()) return companions.measure(i - configs.size());
         CompareConfig& c = configs[i];
+        if (options.randomise) c.options.start_seed = StartSeed(options.seed, i, round);
         absl::StatusOr<CycleResult> r = RunCycle(c.options);
         if (!r.ok()) return r.status();
         if (absl::Status outcome = RunOutcome(*r, Summarize(*r)); !outcome.ok()) {

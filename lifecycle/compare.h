@@ -181,6 +181,10 @@ struct CompareRunOptions {
   uint64_t seed = kDefaultOrderSeed;
   Precision precision;
   double same_within = 0;  // the `same` band (RatioRule::same_within); 0: none
+  // Each configuration's every round a start of its own layout
+  // (CycleOptions::start_seed, from `seed`, the configuration and the
+  // round): base/start_layout.h's kRandomisedAtStart, drawn afresh.
+  bool randomise = false;
 };
 
 // How a run's ratios are read: at the level of one of its looks (every

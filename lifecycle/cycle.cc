@@ -2,6 +2,7 @@
 // run, the in-process mode, and the figures' one merge.
 #include "lifecycle/cycle.h"
 
+#include <alloca.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -21,6 +22,7 @@
 #include "base/private_dir.h"
 #include "base/processes.h"
 #include "base/resource_usage.h"
+#include "base/start_layout.h"
 #include "base/unique_fd.h"
 #include "lifecycle/internal/client_loop.h"
 #include "lifecycle/internal/postmaster.h"
@@ -47,14 +49,23 @@ absl::Status Errno(std::string_view what) {
 // unlinked at once.)
 class TempDir {
  public:
-  static absl::StatusOr<TempDir> Create() {
-    absl::StatusOr<PrivateDir> dir = PrivateDir::Make("backendlab");
+  static constexpr char kSocketName[] = "/postmaster.sock";
+
+  // Up to `name_chars` more characters in its name (a start's layout): as
+  // many as leave the socket's path within sun_path, which every start
+  // under this TMPDIR then shares.
+  static absl::StatusOr<TempDir> Create(int name_chars = 0) {
+    constexpr size_t kSunPath = sizeof(sockaddr_un::sun_path);
+    const size_t plain = TempRoot().size() + sizeof("/backendlab.XXXXXX") - 1 + sizeof(kSocketName) - 1;
+    const size_t room = plain < kSunPath - 1 ? kSunPath - 1 - plain : 0;
+    const size_t pad = std::min(static_cast<size_t>(name_chars), room);
+    absl::StatusOr<PrivateDir> dir = PrivateDir::Make("backendlab" + std::string(pad, '_'));
     if (!dir.ok()) return dir.status();
     return TempDir(std::move(*dir));
   }
 
   const std::string& path() const { return dir_.path(); }
-  std::string SocketPath() const { return path() + "/postmaster.sock"; }
+  std::string SocketPath() const { return path() + kSocketName; }
 
  private:
   explicit TempDir(PrivateDir dir) : dir_(std::move(dir)) {}
@@ -222,7 +233,8 @@ absl::Status RunEnd(const CycleOptions& options, int status, bool postmaster_gon
 
 absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const BackendEnvironment& env) {
   CycleResult result;
-  absl::StatusOr<TempDir> dir = TempDir::Create();
+  const StartLayout layout = options.start_seed ? DrawStartLayout(*options.start_seed) : StartLayout{};
+  absl::StatusOr<TempDir> dir = TempDir::Create(layout.name_chars);
   if (!dir.ok()) return dir.status();
   result.socket_dir = dir->path();
   const std::string socket_path = dir->SocketPath();
@@ -271,6 +283,11 @@ absl::StatusOr<CycleResult> RunForked(const CycleOptions& options, const Backend
     config.samples_fd = samples_fd.get();
     config.socket_path = socket_path;
     config.dir = dir->path();
+    ApplyStartLayout(layout);
+    // The stack offset: the postmaster's frames, and every backend's it
+    // forks, start this much lower.
+    void* below = alloca(static_cast<size_t>(layout.stack_bytes));
+    asm volatile("" : : "r"(below) : "memory");
     internal::RunPostmaster(config);  // never returns: no destructor of ours runs in it
   }
   const int fork_error = errno;

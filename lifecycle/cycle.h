@@ -96,6 +96,12 @@ struct CycleOptions {
   // inherited, every backend it forks (as `pg` counts a real server's), for
   // CycleResult::server. Empty: not counted.
   std::vector<std::string> server_syscall_kinds;
+  // Server modes: the postmaster's start layout (base/start_layout.h) drawn
+  // from this seed, so that what a start fixes is drawn afresh for each
+  // (`compare` gives each round's start its own). Unset: the postmaster
+  // starts as the tool's fork left it, the same every time, as the tests
+  // of exact fault counts need.
+  std::optional<uint64_t> start_seed;
   // Called now and then with a one-line status (for a progress line).
   std::function<void(const std::string&)> progress;
   // Called with every measured backend's record as it arrives (tests, and

@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/interleaved.h"
+#include "base/start_layout.h"
 #include "lifecycle/compare.h"
 #include "pgreal/pg_run.h"
 #include "pgreal/pg_servers.h"
@@ -50,6 +51,13 @@ nlohmann::json CompareHeader(const CompareRequest& request, const lifecycle::Com
   header["command"] = "compare";
   header["rounds"] = stats.rounds;
   header["seed"] = request.run.seed;
+  {
+    nlohmann::json randomised = nlohmann::json::array();
+    if (request.run.randomise) {
+      for (std::string_view what : kRandomisedAtStart) randomised.push_back(std::string(what));
+    }
+    header["randomised"] = randomised;
+  }
   header["precision_percent"] = request.precision_percent;
   header["precise"] = stats.precise;
   header["same_within_percent"] = 100 * request.run.same_within;
@@ -178,6 +186,11 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   out << RoundsEndedLine(*run, request->run.rounds) << "\n";
   const std::string every = EveryConfigurationLine(*request);
   out << "every configuration: " << every << "\n";
+  if (request->run.randomise) {
+    out << "starts: every round's postmaster a start of its own, its ";
+    for (size_t i = 0; i < std::size(kRandomisedAtStart); ++i) out << (i > 0 ? ", " : "") << kRandomisedAtStart[i];
+    out << " drawn afresh (--randomise=off: none)\n";
+  }
   out << MachineLine(header) << "\n\n";
   report.PrintText(out);
   PrintCompareNotes(matrix, stats, request->aa, targets, out);

@@ -39,7 +39,8 @@ constexpr FlagSpec kCompareFlags[] = {
     {"precision", "0", "percent: a ratio also needs its 95 % interval within +-this of it before it leaves the rounds (0: its verdict alone)"},
     {"max-time", "100s", "no round is begun that would end past this, decided or not"},
     {"require-decisive", "off", "exit 1 when a cost or rate ratio is still ~ at the end: on or off"},
-    {"seed", "1", "seed of the rounds' shuffled orders"},
+    {"seed", "1", "seed of the rounds' shuffled orders and of the starts' layouts"},
+    {"randomise", "on", "each round's postmaster starts with a stack, heap and mmap offset and a directory name length drawn afresh: on or off"},
     {"aa", "off", "also a second copy of the baseline, <baseline>#2, whose ratio to it must come out ~: on or off"},
     {"warmup", "3", "warm-up connections per configuration and round"},
     {"work-pins", "20", "pin+unpin pairs per backend"},
@@ -175,6 +176,9 @@ absl::StatusOr<CompareRequest> CompareFromFlags(const Flags& flags) {
   absl::StatusOr<bool> aa = flags.GetBool("aa");
   if (!aa.ok()) return aa.status();
   request.aa = *aa;
+  absl::StatusOr<bool> randomise = flags.GetBool("randomise");
+  if (!randomise.ok()) return randomise.status();
+  request.run.randomise = *randomise;
   absl::StatusOr<int64_t> profile_connections = flags.GetInt("profile-connections", 0, 1'000'000);
   if (!profile_connections.ok()) return profile_connections.status();
   if (flags.Given("profile-connections") && !flags.Has("html")) {
@@ -186,7 +190,10 @@ absl::StatusOr<CompareRequest> CompareFromFlags(const Flags& flags) {
   absl::StatusOr<lifecycle::CycleOptions> base = CycleOptionsFromFlags(flags, /*with_configuration=*/false);
   if (!base.ok()) return base.status();
   base->connections = *per_round;
-  base->baseline_forks = 3;  // before and after each round: the fork floor, over every round (each takes ~1 ms)
+  // Before and after each round: the fork floor, over every round. One
+  // each: a bare fork costs about what a connection does, and 3 of each
+  // made a quarter of a default round's time (4 of its 17 ms here).
+  base->baseline_forks = 1;
   request.base = *base;
   absl::StatusOr<lifecycle::CompareSpec> spec = SpecFromFlags(flags, *base, *aa);
   if (!spec.ok()) return spec.status();

@@ -14,7 +14,9 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "base/interleaved.h"
 #include "gtest/gtest.h"
 #include "tests/test_util/temp_dir.h"
 #include "tests/test_util/wait.h"
@@ -62,6 +64,34 @@ TEST_F(PrivateDirTest, ADirectoryIsPrivateAndGoesWithItsOwnerAndSoDoesTheWatchdo
   }
   EXPECT_FALSE(std::filesystem::exists(path));
   EXPECT_EQ(WatchdogPidForTesting(), 0) << "no watchdog runs while nothing is watched";
+}
+
+// A hold keeps one watchdog for every directory made and removed under it,
+// and ends it when it goes; so do interleaved rounds (base/interleaved.h).
+TEST_F(PrivateDirTest, AHoldKeepsOneWatchdogAcrossDirectoriesAndEndsItWhenItGoes) {
+  const ScopedEnv tmpdir("TMPDIR", dir_);
+  {
+    const WatchdogHold hold;
+    const pid_t watchdog = WatchdogPidForTesting();
+    ASSERT_GT(watchdog, 0) << "started by the hold, before any directory";
+    for (int i = 0; i < 3; ++i) {
+      absl::StatusOr<PrivateDir> made = PrivateDir::Make("backendlab-test");
+      ASSERT_TRUE(made.ok()) << made.status();
+      EXPECT_EQ(WatchdogPidForTesting(), watchdog);
+    }
+    EXPECT_EQ(WatchdogPidForTesting(), watchdog) << "nothing registered, but held";
+  }
+  EXPECT_EQ(WatchdogPidForTesting(), 0) << "ended with the hold";
+  std::vector<pid_t> seen;
+  ASSERT_TRUE(RunInterleaved("test", RoundPlan(3), 2, [&](size_t, int64_t) {
+                absl::StatusOr<PrivateDir> made = PrivateDir::Make("backendlab-test");
+                seen.push_back(WatchdogPidForTesting());
+                return made.status();
+              }).ok());
+  ASSERT_EQ(seen.size(), 6u);
+  EXPECT_GT(seen[0], 0);
+  for (pid_t pid : seen) EXPECT_EQ(pid, seen[0]) << "one watchdog for every round";
+  EXPECT_EQ(WatchdogPidForTesting(), 0);
 }
 
 TEST_F(PrivateDirTest, PathsTheWatchdogCannotCarryAreRefused) {

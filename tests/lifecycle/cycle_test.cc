@@ -17,6 +17,7 @@
 
 #include "base/check.h"
 #include "base/interrupt.h"
+#include "base/start_layout.h"
 #include "buffers/exit_check.h"
 #include "buffers/refcount_table.h"
 #include "buffers/shared_buffers.h"
@@ -354,6 +355,25 @@ TEST_F(CycleTest, NoChildAndNoSocketDirectoryAfterARun) {
   EXPECT_EQ(result->socket_dir.rfind(tmpdir_ + "/", 0), 0u) << result->socket_dir << " is not under TMPDIR " << tmpdir_;
   EXPECT_FALSE(std::filesystem::exists(result->socket_dir));
   ExpectNothingLeft();
+}
+
+// A start of its own layout: every connection served as without one, and
+// the directory's name carries the layout's extra characters (its other
+// parts, base/start_layout_test.cc).
+TEST_F(CycleTest, ARandomisedStartServesEveryConnectionAndNamesItsDirectoryByItsLayout) {
+  for (uint64_t seed : {StartSeed(1, 0, 0), StartSeed(1, 1, 0), StartSeed(1, 0, 1)}) {
+    CycleOptions o = SmallOptions(Mode::kFork, Layout::kHash, 10);
+    o.start_seed = seed;
+    std::vector<BackendRecord> records;
+    absl::StatusOr<CycleResult> result = RunCycle(WithRecords(o, records));
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->connections, 10);
+    const std::string name = std::filesystem::path(result->socket_dir).filename();
+    const int chars = DrawStartLayout(seed).name_chars;
+    EXPECT_EQ(name.rfind("backendlab" + std::string(static_cast<size_t>(chars), '_') + ".", 0), 0u)
+        << name << " for " << chars << " extra characters";
+    ExpectNothingLeft();
+  }
 }
 
 // Syscall counts appear exactly when the kernel allows them (tracefs mounted,

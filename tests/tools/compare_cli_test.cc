@@ -66,7 +66,7 @@ INSTANTIATE_TEST_SUITE_P(
         // The names of before this issue, and a boolean spelled the old way.
         std::vector<std::string>{"--exit-check=off"}, std::vector<std::string>{"--catcache=palloc0"},
         std::vector<std::string>{"--profile=pg17"}, std::vector<std::string>{"--syscache=pg17"},
-        std::vector<std::string>{"--syscalls=true"},
+        std::vector<std::string>{"--syscalls=true"}, std::vector<std::string>{"--randomise=yes"},
         // A newline in a value is quoted escaped, on the one line.
         std::vector<std::string>{"--layouts=ha\nsh"}, std::vector<std::string>{"--baseline=hash/o\nff"},
         std::vector<std::string>{"--shared-buffers=1\nGB"},
@@ -111,6 +111,10 @@ TEST_F(CompareCliTest, RatiosArePairedWithinRoundsAndCarryIntervalsAndVerdicts) 
   EXPECT_EQ(j["header"].value("rounds_ended_by", ""), "rounds") << j["header"].dump();
   EXPECT_NE(r.out.find("rounds: --rounds ended the rounds after 3\n"), std::string::npos) << r.out;
   EXPECT_EQ(j["header"].value("seed", -1), 1);
+  // Every start randomised by default, and said so.
+  EXPECT_EQ(j["header"]["randomised"],
+            nlohmann::json::parse(R"(["stack offset", "heap offset", "mmap base", "directory name length"])"));
+  EXPECT_NE(r.out.find("starts: every round's postmaster a start of its own"), std::string::npos) << r.out;
   const nlohmann::json& rows = j["rows"];
   ASSERT_EQ(rows.size(), 4u) << j.dump(2);
   std::map<int64_t, nlohmann::json> baseline;  // by shared_buffers_bytes
@@ -292,10 +296,13 @@ TEST_F(CompareCliTest, RoundsStopOnceDecidedOrAtTheTimeLimit) {
 // and a baseline may name it.
 TEST_F(CompareCliTest, SyscachesAreADimensionOfTheMatrix) {
   const std::string json_path = dir_ + "/compare.json";
-  const RunResult r = Run(Compare({"--syscaches=pg90,pg17", "--baseline=hash/off/palloc0/pg90", "--json=" + json_path}));
+  const RunResult r = Run(
+      Compare({"--syscaches=pg90,pg17", "--baseline=hash/off/palloc0/pg90", "--randomise=off", "--json=" + json_path}));
   ASSERT_EQ(r.exit_code, 0) << "stderr: " << r.err;
   const nlohmann::json j = nlohmann::json::parse(ReadFile(json_path), nullptr, /*allow_exceptions=*/false);
   ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["header"]["randomised"], nlohmann::json::array()) << "--randomise=off";
+  EXPECT_EQ(r.out.find("starts:"), std::string::npos) << r.out;
   std::vector<std::string> labels;
   for (const nlohmann::json& row : j["rows"]) labels.push_back(row.value("config", ""));
   EXPECT_EQ(labels, (std::vector<std::string>{"hash/off/pg90", "hash/off/pg17"}));
