@@ -93,23 +93,38 @@ namespace {
 
 // A standard normal draw by Box-Muller from two uniforms in (0, 1] of the
 // generator's top 53 bits: the same sequence with every standard library.
-double StandardNormal(std::mt19937_64& rng) {
+// Two independent standard normals (Box-Muller, both halves).
+std::pair<double, double> StandardNormals(std::mt19937_64& rng) {
   auto uniform = [&] { return (static_cast<double>(rng() >> 11) + 1) * 0x1.0p-53; };
-  const double u = uniform(), v = uniform();
-  return std::sqrt(-2 * std::log(u)) * std::cos(2 * M_PI * v);
+  const double r = std::sqrt(-2 * std::log(uniform())), angle = 2 * M_PI * uniform();
+  return {r * std::cos(angle), r * std::sin(angle)};
 }
 
 double SimulatePerLookConfidence(std::span<const int64_t> looks, double confidence) {
   constexpr int kRuns = 200000;
   std::mt19937_64 rng(20261206);
+  // Per look: the increment's sd, and 1 / sqrt of the rounds at it.
+  std::vector<double> step, scale;
+  for (size_t i = 0; i < looks.size(); ++i) {
+    step.push_back(std::sqrt(static_cast<double>(looks[i] - (i == 0 ? 0 : looks[i - 1]))));
+    scale.push_back(1 / std::sqrt(static_cast<double>(looks[i])));
+  }
   std::vector<double> widest(kRuns);
+  std::pair<double, double> normals;
+  bool spare = false;
   for (double& w : widest) {
     double sum = 0, top = 0;
-    int64_t n = 0;
-    for (const int64_t look : looks) {
-      sum += StandardNormal(rng) * std::sqrt(static_cast<double>(look - n));
-      n = look;
-      top = std::max(top, std::abs(sum) / std::sqrt(static_cast<double>(n)));
+    for (size_t i = 0; i < looks.size(); ++i) {
+      double z;
+      if (spare) {
+        z = normals.second;
+      } else {
+        normals = StandardNormals(rng);
+        z = normals.first;
+      }
+      spare = !spare;
+      sum += z * step[i];
+      top = std::max(top, std::abs(sum) * scale[i]);
     }
     w = top;
   }

@@ -177,7 +177,7 @@ struct Companions {
 };
 
 struct CompareRunOptions {
-  int64_t rounds = 1000;  // at most
+  int64_t rounds = 10000;  // at most
   uint64_t seed = kDefaultOrderSeed;
   Precision precision;
   double same_within = 0;  // the `same` band (RatioRule::same_within); 0: none

@@ -20,6 +20,7 @@
 #include "tools/catcache_command.h"
 #include "tools/flags.h"
 #include "tools/compare_command.h"
+#include "tools/coverage_command.h"
 #include "tools/cycle_command.h"
 #include "tools/diff_command.h"
 #include "tools/latch_command.h"
@@ -62,6 +63,8 @@ constexpr Command kCommands[] = {
      backendlab::tools::RunWaitsCommand, backendlab::tools::WaitsUsage},
     {"xlog", "WAL insert locks: four ways to track the last important LSN, and a contention model",
      backendlab::tools::RunXlogCommand, backendlab::tools::XlogUsage},
+    {"coverage-study", "simulated runs stopped on their verdicts: do the intervals keep their 95 %?",
+     backendlab::tools::RunCoverageCommand, backendlab::tools::CoverageUsage},
 };
 
 void PrintUsage(std::ostream& out) {

@@ -34,7 +34,7 @@ constexpr FlagSpec kCompareFlags[] = {
     {"clients", "1", "connections in flight at once; a list (1,4) measures every configuration at each, conn/s at one client and at saturation (>= 2 x cores)"},
     {"hold", "0", "connections held, idle, beside each run; a list (0,1024) measures every configuration at each, each against itself at the first"},
     {"connections", "10", "measured connections per configuration and round"},
-    {"rounds", "1000", "at most this many interleaved rounds"},
+    {"rounds", "10000", "at most this many interleaved rounds (--max-time is what ends most runs that are not decided)"},
     {"same-within", "2%", "a ratio whose whole 95 % interval lies within +-this of 1 is `same` (equivalent by two one-sided tests); between 0 and 50 %"},
     {"precision", "0", "percent: a ratio also needs its 95 % interval within +-this of it before it leaves the rounds (0: its verdict alone)"},
     {"max-time", "100s", "no round is begun that would end past this, decided or not"},
@@ -152,7 +152,7 @@ std::span<const FlagSpec> CompareFlags() { return kCompareFlags; }
 
 absl::StatusOr<CompareRequest> CompareFromFlags(const Flags& flags) {
   CompareRequest request;
-  absl::StatusOr<int64_t> rounds = flags.GetInt("rounds", 1, 10'000);
+  absl::StatusOr<int64_t> rounds = flags.GetInt("rounds", 1, 100'000);
   if (!rounds.ok()) return rounds.status();
   request.run.rounds = *rounds;
   absl::StatusOr<int64_t> per_round = flags.GetInt("connections", 1, 10'000'000);
