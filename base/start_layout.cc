@@ -18,6 +18,7 @@ StartLayout DrawStartLayout(uint64_t seed) {
   layout.heap_bytes = 16 * uniform(kMaxHeapBytes / 16);
   layout.mmap_bytes = uniform(kMaxMmapPages) * sysconf(_SC_PAGESIZE);
   layout.name_chars = static_cast<int>(uniform(kMaxNameChars));
+  layout.env_bytes = uniform(kMaxEnvBytes);
   return layout;
 }
 

@@ -24,6 +24,10 @@ struct StartLayout {
   int64_t heap_bytes = 0;   // one allocation kept, before the server's first
   int64_t mmap_bytes = 0;   // an inaccessible mapping kept, before the server's first; whole pages
   int name_chars = 0;       // added to the private directory's name
+  // An executed server (a real PostgreSQL): the size of an unused variable
+  // in its environment, which moves its stack, as in Mytkowicz et al.
+  // (the kernel's address layout randomisation moves the rest at exec).
+  int64_t env_bytes = 0;
 };
 
 // The most of each a start gets: a few pages of stack and heap (every
@@ -34,10 +38,14 @@ inline constexpr int64_t kMaxStackBytes = 16 * 4096;
 inline constexpr int64_t kMaxHeapBytes = 16 * 4096;
 inline constexpr int64_t kMaxMmapPages = 128;
 inline constexpr int kMaxNameChars = 16;
+inline constexpr int64_t kMaxEnvBytes = 4096;
 
-// What a randomised start draws, for the report (one phrase each).
+// What a randomised start draws, for the report (one phrase each): a
+// forked server's (the mock postmaster), an executed one's (a real
+// PostgreSQL, whose addresses the kernel draws at every exec).
 inline constexpr std::string_view kRandomisedAtStart[] = {"stack offset", "heap offset", "mmap base",
                                                           "directory name length"};
+inline constexpr std::string_view kRandomisedAtExec[] = {"environment size", "directory name length"};
 
 // The layout of the start `seed` names (a run's seed, configuration and
 // round mixed by the caller): each part uniform over its range, the same

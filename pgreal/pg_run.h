@@ -54,6 +54,11 @@ struct PgRunOptions {
   uint64_t seed = kDefaultOrderSeed;
   Precision precision;
   double same_within = 0;
+  // Each server's start randomised (ServerOptions::start_seed, from `seed`
+  // and the server's place): base/start_layout.h's kRandomisedAtExec. A
+  // server starts once per run, so this varies what a start fixes between
+  // runs, not between rounds.
+  bool randomise = false;
   // Servers the tool starts: every installation × every shared_buffers.
   std::vector<Installation> installations;
   std::vector<int64_t> shared_buffers;

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/processes.h"
+#include "base/start_layout.h"
 #include "buffers/shared_buffers.h"
 #include "pgreal/internal/processes.h"
 #include "pgreal/internal/server_loop.h"
@@ -259,6 +260,7 @@ absl::Status PgServers::CreateServers() {
         ServerOptions server = options_.server;
         server.installation = installation;
         server.shared_buffers_bytes = size;
+        if (options_.randomise) server.start_seed = StartSeed(options_.seed, servers_.size(), 0);
         if (Uses(options_, Profiler::kBuiltin)) server.builtin_sampler_hz = options_.profile_options.frequency_hz;
         if (variant.what_if) {
           if (absl::Status s = ApplyWhatIf(*variant.what_if, server); !s.ok()) return s;

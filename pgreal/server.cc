@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +29,7 @@
 #include "base/processes.h"
 #include "base/private_dir.h"
 #include "base/resource_usage.h"
+#include "base/start_layout.h"
 #include "pgreal/internal/processes.h"
 
 namespace backendlab::pgreal {
@@ -71,6 +73,8 @@ constexpr char kLongestSocketName[] = "/.s.PGSQL.65535";
 // A server's directory: TempRoot()/<prefix>.XXXXXX (MakePrivateDir).
 constexpr char kDirectoryPrefix[] = "backendlab-pg";
 constexpr size_t kDirectoryNameBytes = 1 + sizeof kDirectoryPrefix - 1 + 7;
+// The unused variable a randomised start's environment size is made of.
+constexpr char kStartPadVariable[] = "BACKENDLAB_START_PAD";
 
 // A port nobody listens on at this moment (the kernel's choice); the server
 // may still lose it to another process before it binds, so Start retries.
@@ -178,6 +182,20 @@ absl::Status CheckSocketRoom(const std::string& suffix) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Up to `wanted` more characters in a server's directory name: as many as
+// leave its longest socket path, a pooler's under it included, within
+// sun_path (CheckSocketRoom has checked that it fits without them).
+size_t NameCharsThatFit(int wanted) {
+  const size_t longest = TempRoot().size() + kDirectoryNameBytes + std::strlen("/pooler-transaction") +
+                         std::strlen(kLongestSocketName);
+  const size_t room = longest < sizeof(sockaddr_un{}.sun_path) - 1 ? sizeof(sockaddr_un{}.sun_path) - 1 - longest : 0;
+  return std::min(static_cast<size_t>(wanted), room);
+}
+
+}  // namespace
+
 absl::Status CheckPreloadRoom() {
   const std::string root = TempRoot();
   if (root.find_first_of(kLdPreloadSeparators) == std::string::npos) return absl::OkStatus();
@@ -211,7 +229,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   }
   // Watched from the start (should the tool be killed, the watchdog removes
   // it), unless it is to be kept.
-  absl::StatusOr<std::string> made = MakePrivateDir(kDirectoryPrefix);
+  const StartLayout layout = options.start_seed ? DrawStartLayout(*options.start_seed) : StartLayout{};
+  server->layout_ = layout;
+  absl::StatusOr<std::string> made =
+      MakePrivateDir(kDirectoryPrefix + std::string(NameCharsThatFit(layout.name_chars), '_'));
   if (!made.ok()) return made.status();
   const std::string dir = *made;
   if (options.keep) UnwatchDirectory(dir);
@@ -394,6 +415,11 @@ absl::Status Server::Launch() {
     if (absl::Status s = PrepareSampler(preload, spawn); !s.ok()) return s;
   } else if (!preload.empty()) {
     spawn.environment.push_back("LD_PRELOAD=" + preload);
+  }
+  // The start's environment size: moves where the postmaster's stack, and
+  // every backend's it forks, begins.
+  if (layout_.env_bytes > 0) {
+    spawn.environment.push_back(absl::StrCat(kStartPadVariable, "=", std::string(static_cast<size_t>(layout_.env_bytes), 'x')));
   }
   absl::StatusOr<pid_t> pid = internal::Spawn(argv, spawn);
   if (!pid.ok()) return pid.status();

@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/start_layout.h"
 #include "base/names.h"
 #include "pgreal/installation.h"
 #include "pgreal/internal/processes.h"
@@ -68,6 +69,12 @@ struct ServerOptions {
   std::string what_if;
   std::string preload;
   std::string preload_applied_line;
+  // The start's layout (base/start_layout.h) drawn from this seed: an
+  // unused environment variable of its env_bytes in the postmaster's
+  // environment, and its name_chars more in the directory's name (as many
+  // as leave the longest socket path within sun_path). The kernel draws the
+  // addresses at exec. Unset: neither.
+  std::optional<uint64_t> start_seed;
 };
 
 // The sample file's room: 2^18 samples (138 MB, sparse: only the pages
@@ -202,6 +209,7 @@ class Server {
   bool keep_ = false;
   int shm_id_ = -1;  // the System V segment postmaster.pid names, for a kill's clean-up
   std::string sampler_library_;  // the copy in the directory, once made
+  StartLayout layout_;           // ServerOptions::start_seed's, or none
   std::string preload_copy_;     // the what-if's library's copy, once made
   std::optional<profiling::SampleFile> sample_file_;
 };

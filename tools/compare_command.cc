@@ -51,13 +51,7 @@ nlohmann::json CompareHeader(const CompareRequest& request, const lifecycle::Com
   header["command"] = "compare";
   header["rounds"] = stats.rounds;
   header["seed"] = request.run.seed;
-  {
-    nlohmann::json randomised = nlohmann::json::array();
-    if (request.run.randomise) {
-      for (std::string_view what : kRandomisedAtStart) randomised.push_back(std::string(what));
-    }
-    header["randomised"] = randomised;
-  }
+  header["randomised"] = RandomisedJson(request.run.randomise, kRandomisedAtStart);
   header["precision_percent"] = request.precision_percent;
   header["precise"] = stats.precise;
   header["same_within_percent"] = 100 * request.run.same_within;
@@ -186,10 +180,9 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   out << RoundsEndedLine(*run, request->run.rounds) << "\n";
   const std::string every = EveryConfigurationLine(*request);
   out << "every configuration: " << every << "\n";
-  if (request->run.randomise) {
-    out << "starts: every round's postmaster a start of its own, its ";
-    for (size_t i = 0; i < std::size(kRandomisedAtStart); ++i) out << (i > 0 ? ", " : "") << kRandomisedAtStart[i];
-    out << " drawn afresh (--randomise=off: none)\n";
+  if (const std::string starts = StartsLine(request->run.randomise, "every round's postmaster a start of its own", kRandomisedAtStart);
+      !starts.empty()) {
+    out << starts << "\n";
   }
   out << MachineLine(header) << "\n\n";
   report.PrintText(out);

@@ -219,6 +219,8 @@ absl::StatusOr<CompareRequest> CompareFromFlags(const Flags& flags) {
   loop.warmup = base->warmup;
   absl::StatusOr<pgreal::PgRunOptions> pg = pgreal::ServersBeside(sizes, request.matrix.clients, loop, *rounds);
   if (!pg.ok()) return pg.status();
+  pg->seed = request.run.seed;
+  pg->randomise = request.run.randomise;
   if (flags.Has("via")) {
     absl::StatusOr<std::vector<std::string>> vias = flags.GetList("via");
     if (!vias.ok()) return vias.status();

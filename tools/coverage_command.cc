@@ -23,7 +23,7 @@ namespace {
 
 constexpr FlagSpec kCoverageFlags[] = {
     {"runs", "2000", "simulated runs per row"},
-    {"rounds", "1000", "each run's most rounds, and so its looks (as compare's --rounds)"},
+    {"rounds", "10000", "each run's most rounds, and so its looks (as compare's --rounds, whose default this is)"},
     {"same-within", "2%", "the same band (as compare's), between 0 and 50 %"},
     {"sd", "5%", "the standard deviation of a round's log ratio in the normal and t rows"},
     {"rounds-of", "", "also rows whose rounds are a compare run's own (its JSON): each cost and rate ratio with at least 96 rounds, its paired log ratios resampled"},
@@ -84,7 +84,7 @@ absl::StatusOr<std::vector<Noise>> NoisesOf(const std::string& path) {
         if (x > 0 && y > 0) logs.push_back(std::log(x / y));
       }
       if (logs.size() < kMinResampledRounds) continue;
-      noises.push_back({absl::StrCat(row.value("config", ""), row.value("aa", false) ? "#2" : "", " at ",
+      noises.push_back({absl::StrCat(row.value("config", ""), " at ",
                                      row.value("shared_buffers", ""), std::string_view(figure) == "rounds_server_cpu_us" ? " CPU" : " conn/s",
                                      " (", logs.size(), " rounds)"),
                         ResampledNoise(std::move(logs))});

@@ -49,4 +49,20 @@ std::string RoundsEndedLine(const PreciseRun& run, int64_t max_rounds) {
   return absl::StrCat("rounds: --rounds ended the rounds after ", run.rounds);
 }
 
+nlohmann::json RandomisedJson(bool randomised, std::span<const std::string_view> parts) {
+  nlohmann::json list = nlohmann::json::array();
+  if (randomised) {
+    for (std::string_view part : parts) list.push_back(std::string(part));
+  }
+  return list;
+}
+
+std::string StartsLine(bool randomised, std::string_view what, std::span<const std::string_view> parts) {
+  if (!randomised) return "";
+  // std::string_view, which this abseil's StrCat does not take.
+  std::string line = "starts: " + std::string(what) + ", its ";
+  for (size_t i = 0; i < parts.size(); ++i) line += (i > 0 ? ", " : "") + std::string(parts[i]);
+  return line + " drawn afresh (--randomise=off: none)";
+}
+
 }  // namespace backendlab::tools

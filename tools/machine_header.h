@@ -3,6 +3,7 @@
 #define BACKENDLAB_TOOLS_MACHINE_HEADER_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -36,6 +37,14 @@ inline constexpr NamedValue<RoundsEnd> kRoundsEndNames[] = {
     {RoundsEnd::kCount, "rounds"}, {RoundsEnd::kTime, "max_time"}, {RoundsEnd::kDecided, "decided"}};
 inline std::string_view RoundsEndedName(RoundsEnd end) { return NameOf(end, kRoundsEndNames); }
 std::string RoundsEndedLine(const PreciseRun& run, int64_t max_rounds);
+
+// What each server start of the run drew afresh (base/start_layout.h's
+// kRandomisedAtStart or kRandomisedAtExec), for the header's "randomised"
+// (empty when nothing was), and the text's line: "starts: every round's
+// postmaster a start of its own, its stack offset, ... drawn afresh"
+// (`what` says whose starts), "" when nothing was.
+nlohmann::json RandomisedJson(bool randomised, std::span<const std::string_view> parts);
+std::string StartsLine(bool randomised, std::string_view what, std::span<const std::string_view> parts);
 
 }  // namespace backendlab::tools
 

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/cpus.h"
+#include "base/start_layout.h"
 #include "pgreal/pg_run.h"
 #include "tools/exports_report.h"
 #include "tools/flags.h"
@@ -86,6 +87,11 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& termi
                          result->run.rounds, options->seed, options->loop.query.empty() ? ", no query" : ", a query per connection",
                          absl::ToDoubleSeconds(result->run.elapsed));
   out << RoundsEndedLine(result->run, options->rounds) << "\n";
+  if (const std::string starts =
+          StartsLine(options->randomise && options->conninfo.empty(), "each server's one start of the run", kRandomisedAtExec);
+      !starts.empty()) {
+    out << starts << "\n";
+  }
   out << MachineLine(header) << "\n";
   for (const pgreal::Installation& i : options->installations) {
     out << "PostgreSQL " << i.version << ": " << i.build << ", " << i.bindir << "\n";
@@ -122,6 +128,7 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& termi
   header["clients"] = options->clients;
   header["rounds"] = result->run.rounds;
   header["seed"] = options->seed;
+  header["randomised"] = RandomisedJson(options->randomise && options->conninfo.empty(), kRandomisedAtExec);
   header["precision_percent"] = 100 * options->precision.half_width;
   header["same_within_percent"] = 100 * options->same_within;
   header["confidence_per_look"] = result->rule.confidence;

@@ -27,7 +27,8 @@ constexpr FlagSpec kPgFlags[] = {
     {"precision", "0", "percent: a ratio also needs its 95 % interval within +-this of it before it leaves the rounds (0: its verdict alone)"},
     {"require-decisive", "off", "exit 1 when a vs-base cost or rate ratio is still ~ at the end: on or off"},
     {"max-time", "", "no round is begun that would end past this, e.g. 2m (default: no limit)"},
-    {"seed", "1", "seed of the rounds' shuffled orders"},
+    {"seed", "1", "seed of the rounds' shuffled orders and of the servers' starts"},
+    {"randomise", "on", "each server starts with an environment size and a directory name length drawn afresh (the kernel draws its addresses): on or off"},
     {"clients", "1", "connections in flight at once; a list (1,4) measures every server at each, conn/s at one client and at saturation (>= 2 x cores)"},
     {"connections", "", "measured connections per run (default 300 unless --duration)"},
     {"duration", "", "run for this long instead, e.g. 5s"},
@@ -235,6 +236,9 @@ absl::Status LoopFromFlags(const Flags& flags, pgreal::PgRunOptions& options) {
   absl::StatusOr<int64_t> seed = flags.GetInt("seed", 0, INT64_MAX);
   if (!seed.ok()) return seed.status();
   options.seed = static_cast<uint64_t>(*seed);
+  absl::StatusOr<bool> randomise = flags.GetBool("randomise");
+  if (!randomise.ok()) return randomise.status();
+  options.randomise = *randomise;
   absl::StatusOr<std::vector<int64_t>> clients = flags.GetIntList("clients", 1, kMaxClients);
   absl::StatusOr<int64_t> warmup = flags.GetInt("warmup", 0, 1'000'000);
   absl::StatusOr<bool> counters = flags.GetBool("server-counters");

@@ -45,8 +45,8 @@ std::string VerdictLegend(const RatioRule& rule) {
     text += "Intervals: 95 %, the run's rounds fixed beforehand.";
   }
   text += rule.same_within > 0
-              ? " A verdict errs at most 2.5 % of the time: faster or\nslower where there is no difference, same where it exceeds the band.\n"
-              : " faster or slower errs at most 2.5 % of the time where there\nis no difference.\n";
+              ? " Each verdict errs at most 2.5 % of the time: faster where the\ntruth is not faster, slower where it is not slower, same where the difference exceeds the band.\n"
+              : " Faster errs at most 2.5 % of the time where the truth is not\nfaster, slower where it is not slower.\n";
   return text;
 }
 

@@ -6,11 +6,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "base/start_layout.h"
 #include "pgreal/installation.h"
+#include "pgreal/server.h"
 #include "pgreal/internal/processes.h"
 #include "profiling/perf_events.h"
 #include "tests/test_util/skip.h"
@@ -85,6 +90,35 @@ TEST_F(PgRunTest, ASystemCallWithNoTracepointIsRefused) {
 // A failed connection looks again for a death under way (a killed server
 // or pooler closes its sockets before it can be reaped): the grace finds a
 // child that ends within it, and no grace finds only one already ended.
+// A randomised start: the postmaster's environment carries an unused
+// variable of the drawn size, and its directory's name the drawn
+// characters (the kernel draws its addresses at exec).
+TEST(ServerStartTest, ARandomisedStartPadsTheEnvironmentAndTheDirectoryName) {
+  absl::StatusOr<Installation> installation = DefaultInstallation();
+  if (!installation.ok()) BACKENDLAB_SKIP(test_util::kNeedsPostgresql) << installation.status().message();
+  if (geteuid() == 0 && getpwnam("postgres") == nullptr) {
+    BACKENDLAB_SKIP(test_util::kNeedsPostgresql) << "running as root and there is no user postgres to run the server as";
+  }
+  uint64_t seed = 0;
+  while (DrawStartLayout(seed).env_bytes == 0 || DrawStartLayout(seed).name_chars == 0) ++seed;
+  const StartLayout layout = DrawStartLayout(seed);
+  ServerOptions options;
+  options.installation = *installation;
+  options.start_seed = seed;
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::ifstream in("/proc/" + std::to_string((*server)->postmaster_pid()) + "/environ");
+  std::string entry, pad;
+  while (std::getline(in, entry, '\0')) {
+    if (entry.rfind("BACKENDLAB_START_PAD=", 0) == 0) pad = entry.substr(std::strlen("BACKENDLAB_START_PAD="));
+  }
+  EXPECT_EQ(static_cast<int64_t>(pad.size()), layout.env_bytes);
+  const std::string name = std::filesystem::path((*server)->directory()).filename();
+  EXPECT_EQ(name.rfind("backendlab-pg" + std::string(static_cast<size_t>(layout.name_chars), '_') + ".", 0), 0u)
+      << name << " for " << layout.name_chars << " characters";
+  EXPECT_TRUE((*server)->Stop().ok());
+}
+
 TEST(ReapedWithinTest, FindsAChildThatEndsWithinTheGrace) {
   const pid_t child = fork();
   if (child == 0) {

@@ -46,7 +46,7 @@ unshare -m --propagation private bash -c '
   export PATH="$prefix/bin:$PATH"
   source "$prefix/share/bash-completion/completions/backendlab"
   complete_words() { COMP_WORDS=("$@"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); COMPREPLY=(); _backendlab; echo "${COMPREPLY[*]}"; }
-  [ "$(complete_words backendlab c)" = "compare cycle calibrate catcache" ] ||
+  [ "$(complete_words backendlab c)" = "compare cycle calibrate catcache coverage-study" ] ||
     { echo "completing backendlab c gave: $(complete_words backendlab c)" >&2; exit 1; }
   [ "$(complete_words backendlab pg --what)" = "--what-if=" ] ||
     { echo "completing backendlab pg --what gave: $(complete_words backendlab pg --what)" >&2; exit 1; }

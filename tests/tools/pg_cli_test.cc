@@ -196,6 +196,7 @@ TEST_F(PgCliTest, BadInputIsAUsageError) {
       {"pg", "--precision=-1"},
       {"pg", "--same-within=50"},
       {"pg", "--same-within=0%"},
+      {"pg", "--randomise=yes"},
       {"pg", "--require-decisive=1"},
       {"pg", "--max-time=0s"},
       {"pg", "--max-time=10"},

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -35,11 +36,19 @@ namespace {
 using test_util::ReadFile;
 using test_util::RunResult;
 
-// The server directories the tool made in `tmpdir` (backendlab-pg.*).
+// A server directory's name: backendlab-pg, a randomised start's
+// underscores (pg --randomise), then MakePrivateDir's ".XXXXXX".
+bool IsServerDirectoryName(const std::string& name) {
+  const size_t rest = name.find_first_not_of('_', std::strlen("backendlab-pg"));
+  return name.rfind("backendlab-pg", 0) == 0 && rest != std::string::npos && name[rest] == '.' &&
+         name.size() == rest + 7;
+}
+
+// The server directories the tool made in `tmpdir` (backendlab-pg*.*).
 std::vector<std::string> ServerDirectories(const std::string& tmpdir) {
   std::vector<std::string> dirs;
   for (const auto& e : std::filesystem::directory_iterator(tmpdir)) {
-    if (e.path().filename().string().rfind("backendlab-pg.", 0) == 0) dirs.push_back(e.path().string());
+    if (IsServerDirectoryName(e.path().filename().string())) dirs.push_back(e.path().string());
   }
   return dirs;
 }
@@ -156,7 +165,8 @@ TEST_F(PgPathsTest, SetAndKeepLeaveTheServerAsRun) {
   EXPECT_EQ(j["header"]["settings"]["work_mem"], "8MB");
   const std::string kept = j["rows"][0]["kept_directory"].get<std::string>();
   EXPECT_NE(r.out.find("kept (--keep): 15/128MB: " + kept), std::string::npos) << r.out;
-  EXPECT_EQ(kept.rfind(tmpdir_ + "/backendlab-pg.", 0), 0u) << kept;
+  EXPECT_EQ(std::filesystem::path(kept).parent_path(), tmpdir_) << kept;
+  EXPECT_TRUE(IsServerDirectoryName(std::filesystem::path(kept).filename())) << kept;
   const std::string opts = ReadFile(kept + "/data/postmaster.opts");
   EXPECT_NE(opts.find("work_mem=8MB"), std::string::npos) << opts;
   EXPECT_NE(opts.find("shared_buffers=128MB"), std::string::npos) << opts;
@@ -220,6 +230,10 @@ TEST_F(PgPathsTest, TheRoundsEndOnceEveryRatioIsDecided) {
   EXPECT_EQ(j["header"]["rounds_ended_by"], "decided");
   EXPECT_EQ(j["header"]["looks"], (std::vector<int64_t>{6, 9}));
   EXPECT_EQ(j["header"]["same_within_percent"], 49);
+  EXPECT_EQ(j["header"]["randomised"], nlohmann::json::parse(R"(["environment size", "directory name length"])"));
+  EXPECT_NE(r.out.find("starts: each server's one start of the run, its environment size, directory name length drawn afresh"),
+            std::string::npos)
+      << r.out;
   EXPECT_EQ(j["header"]["precision_percent"], 100);
   EXPECT_LE(j["header"]["worst_half_width_percent"].get<double>(), 100);
   EXPECT_NE(r.out.find("within +-100 % reached after 6 rounds"), std::string::npos) << r.out;
