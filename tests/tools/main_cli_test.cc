@@ -98,7 +98,7 @@ TEST_F(MainCliTest, EveryCommandTheDocsQuoteHasFlagsTheToolKnows) {
   std::vector<std::string> wrong;
   for (const std::filesystem::path& file : files) {
     const std::string text = std::regex_replace(test_util::ReadFile(file.string()), std::regex(R"(\\\n\s*)"), " ");
-    const std::regex quoted(R"(tools/backendlab ([a-z]+)([^\n`|;&>]*))");
+    const std::regex quoted(R"(tools/backendlab ([a-z][a-z-]*)([^\n`|;&>]*))");
     for (auto it = std::sregex_iterator(text.begin(), text.end(), quoted); it != std::sregex_iterator(); ++it) {
       const std::string command = (*it)[1].str();
       const std::string where = file.filename().string() + ": tools/backendlab " + command + (*it)[2].str();
