@@ -9,6 +9,7 @@
 #include <set>
 
 #include "gtest/gtest.h"
+#include "tests/test_util/sanitizers.h"
 
 namespace backendlab {
 namespace {
@@ -62,14 +63,18 @@ TEST(StartLayoutTest, EveryStartOfARunHasASeedOfItsOwn) {
 }
 
 TEST(StartLayoutTest, ApplyingALayoutMovesTheNextMapping) {
+  if (test_util::kAddressSanitizer) {
+    GTEST_SKIP() << "AddressSanitizer's shadow and allocator leave holes across the address space, where the kernel "
+                    "places the layout's mapping instead of below the last (measured: it landed above it)";
+  }
   // Top-down placement: a mapping made after the layout's sits at least
   // its size lower than one made before it would have (a mapping small
   // enough for a hole above the layout's goes there instead: this one is
-  // larger than the layout's). Measured in a child, so that this process
+  // larger than the layout's; no heap offset, whose allocation may be a
+  // mapping of its own under a sanitizer's allocator). Measured in a child, so that this process
   // keeps its own layout.
   StartLayout l;
   l.mmap_bytes = 64 * sysconf(_SC_PAGESIZE);
-  l.heap_bytes = 4096;
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
