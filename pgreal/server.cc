@@ -31,6 +31,7 @@
 #include "base/resource_usage.h"
 #include "base/start_layout.h"
 #include "pgreal/internal/processes.h"
+#include "pgreal/pooler.h"
 
 namespace backendlab::pgreal {
 namespace {
@@ -188,7 +189,7 @@ namespace {
 // leave its longest socket path, a pooler's under it included, within
 // sun_path (CheckSocketRoom has checked that it fits without them).
 size_t NameCharsThatFit(int wanted) {
-  const size_t longest = TempRoot().size() + kDirectoryNameBytes + std::strlen("/pooler-transaction") +
+  const size_t longest = TempRoot().size() + kDirectoryNameBytes + PoolerSocketDirectorySuffix().size() +
                          std::strlen(kLongestSocketName);
   const size_t room = longest < sizeof(sockaddr_un{}.sun_path) - 1 ? sizeof(sockaddr_un{}.sun_path) - 1 - longest : 0;
   return std::min(static_cast<size_t>(wanted), room);
