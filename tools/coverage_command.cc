@@ -147,7 +147,6 @@ absl::Status RunCoverageCommand(std::span<const std::string> args, std::ostream&
       {"apart_naive", "apart"},
       {"same_naive", "same"},
   });
-  CoverageStudyResult last;
   for (const Noise& noise : noises) {
     for (const double truth : {1.0, 1 + *band}) {
       CoverageStudyOptions o;
@@ -158,7 +157,6 @@ absl::Status RunCoverageCommand(std::span<const std::string> args, std::ostream&
       o.seed = static_cast<uint64_t>(*seed);
       o.noise = noise.draw;
       const CoverageStudyResult r = StudyCoverage(o);
-      last = r;
       Report::Row row = report.NewRow();
       row.Set("noise", noise.name)
           .Set("true_ratio", truth)
@@ -176,6 +174,7 @@ absl::Status RunCoverageCommand(std::span<const std::string> args, std::ostream&
     }
   }
   const std::vector<int64_t> looks = LookRounds(*rounds);
+  const double level = PerLookConfidence(looks);  // every row's, remembered from its first study
   nlohmann::json header = MachineHeader();
   header["command"] = "coverage-study";
   header["runs"] = *runs;
@@ -183,14 +182,14 @@ absl::Status RunCoverageCommand(std::span<const std::string> args, std::ostream&
   header["same_within_percent"] = 100 * *band;
   header["sd_percent"] = 100 * *sd;
   header["seed"] = *seed;
-  header["confidence_per_look"] = last.confidence_per_look;
+  header["confidence_per_look"] = level;
   if (flags->Has("rounds-of")) header["rounds_of"] = flags->Get("rounds-of");
   report.SetHeader(header);
 
   out << absl::StrFormat(
       "backendlab coverage-study: %d simulated runs per row, looks at %d of up to %d rounds, each run stopped at its "
       "first decided look; intervals at %.4f %% per look\n\n",
-      *runs, looks.size(), *rounds, 100 * last.confidence_per_look);
+      *runs, looks.size(), *rounds, 100 * level);
   report.PrintText(out);
   out << "\ncovered %: runs whose interval at the stop holds the true ratio (95 % promised);\n"
          "faster, slower, same, ~: the verdicts at the stop, of a cost whose true ratio is the row's. At 1 any\n"
