@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/interleaved.h"
+#include "base/scheduling.h"
 #include "base/server_usage.h"
 #include "base/statistics.h"
 #include "buffers/exit_check.h"
@@ -185,6 +186,11 @@ struct CompareRunOptions {
   // (CycleOptions::start_seed, from `seed`, the configuration and the
   // round): base/start_layout.h's kRandomisedAtStart, drawn afresh.
   bool randomise = false;
+  // How the client, the postmasters and their backends are scheduled
+  // (base/scheduling.h): the caller holds it around the run, and around
+  // the start of the servers beside it (SchedulingHold), so that what they
+  // start inherits it.
+  Scheduling scheduling = Scheduling::kNormal;
 };
 
 // How a run's ratios are read: at the level of one of its looks (every

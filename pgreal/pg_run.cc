@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/cpus.h"
 #include "base/interleaved.h"
+#include "base/scheduling.h"
 #include "pgreal/pg_servers.h"
 
 namespace backendlab::pgreal {
@@ -33,6 +34,8 @@ absl::StatusOr<PgRunOptions> ServersBeside(std::span<const int64_t> shared_buffe
 }
 
 absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
+  // Before the servers start, so that they and their backends inherit it.
+  const SchedulingHold scheduling(options.scheduling);
   absl::StatusOr<std::unique_ptr<PgServers>> servers = PgServers::Start(options);
   if (!servers.ok()) return servers.status();
   PgServers& pg = **servers;
@@ -50,6 +53,7 @@ absl::StatusOr<PgResult> RunPg(const PgRunOptions& options) {
   if (!status.ok()) return status;
   if (result.ok()) {
     result->run = run;
+    result->scheduling = scheduling.outcome();
     result->compared = compared;
     result->rule = rule;
     result->stats = ComputePgStats(result->targets, rule);

@@ -20,6 +20,7 @@
 #include "pgreal/connect_loop.h"
 #include "base/interleaved.h"
 #include "base/processes.h"
+#include "base/scheduling.h"
 #include "base/server_usage.h"
 #include "pgreal/huge_pages.h"
 #include "pgreal/installation.h"
@@ -59,6 +60,10 @@ struct PgRunOptions {
   // server starts once per run, so this varies what a start fixes between
   // runs, not between rounds.
   bool randomise = false;
+  // How the client, the servers and their backends are scheduled
+  // (base/scheduling.h): RunPg holds it from before the servers start to
+  // after they stop.
+  Scheduling scheduling = Scheduling::kNormal;
   // Servers the tool starts: every installation × every shared_buffers.
   std::vector<Installation> installations;
   std::vector<int64_t> shared_buffers;
@@ -186,6 +191,7 @@ struct PgResult {
   std::vector<PgTargetResult> targets;
   LabelShows shows;               // what the rows' labels show beside their server
   PreciseRun run;                 // how the rounds ended
+  SchedulingOutcome scheduling;   // what the run was scheduled at (PgRunOptions::scheduling)
   bool compared = false;          // some target has a baseline other than itself: there are ratios
   std::vector<ServerStats> stats;  // RunPg: ComputePgStats of the targets, once the rounds ended
   std::vector<ClientStats> client_stats;  // RunPg: ComputeClientStats

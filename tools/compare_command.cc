@@ -45,13 +45,15 @@ nlohmann::json PgHeader(const pgreal::PgTargetResult& t) {
 // The JSON header: the machine, the run, its baseline and A/A check, what
 // every configuration shares, the real servers' settings.
 nlohmann::json CompareHeader(const CompareRequest& request, const lifecycle::CompareStats& stats, const PreciseRun& run,
-                             absl::Duration statistics_time, std::span<const pgreal::PgTargetResult> targets) {
+                             const SchedulingOutcome& scheduling, absl::Duration statistics_time,
+                             std::span<const pgreal::PgTargetResult> targets) {
   const lifecycle::CompareMatrix& matrix = request.matrix;
   nlohmann::json header = MachineHeader();
   header["command"] = "compare";
   header["rounds"] = stats.rounds;
   header["seed"] = request.run.seed;
   header["randomised"] = RandomisedJson(request.run.randomise, kRandomisedAtStart);
+  AddSchedulingJson(scheduling, header);
   header["precision_percent"] = request.precision_percent;
   header["precise"] = stats.precise;
   header["same_within_percent"] = 100 * request.run.same_within;
@@ -132,6 +134,9 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   if (absl::Status s = CheckOutputPaths(*flags); !s.ok()) return s;
   lifecycle::CompareMatrix& matrix = request->matrix;
 
+  // Before the real servers start and the rounds fork their postmasters:
+  // what they start inherits it.
+  const SchedulingHold scheduling(request->run.scheduling);
   ProgressLine progress;  // the real servers' start, and their held connections in the rounds
   std::unique_ptr<pgreal::PgServers> pg;
   if (request->pg) {
@@ -170,7 +175,7 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   const absl::Duration statistics_time = run->statistics + (absl::Now() - t0);
 
   Report report = CompareReport(matrix, stats, targets);
-  nlohmann::json header = CompareHeader(*request, stats, *run, statistics_time, targets);
+  nlohmann::json header = CompareHeader(*request, stats, *run, scheduling.outcome(), statistics_time, targets);
   report.SetHeader(header);
 
   out << absl::StrFormat("backendlab compare: %d configurations x %d interleaved rounds (a block per shared_buffers%s, orders shuffled, seed %d), "
@@ -183,6 +188,10 @@ absl::Status RunCompareCommand(std::span<const std::string> args, std::ostream& 
   if (const std::string starts = StartsLine(request->run.randomise, "every round's postmaster a start of its own", kRandomisedAtStart);
       !starts.empty()) {
     out << starts << "\n";
+  }
+  if (const std::string line = SchedulingLine(scheduling.outcome(), "the client, every postmaster and its backends");
+      !line.empty()) {
+    out << line << "\n";
   }
   out << MachineLine(header) << "\n\n";
   report.PrintText(out);

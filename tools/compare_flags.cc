@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/scheduling.h"
 #include "buffers/exit_check.h"
 #include "buffers/refcount_table.h"
 #include "buffers/shared_buffers.h"
@@ -41,6 +42,8 @@ constexpr FlagSpec kCompareFlags[] = {
     {"require-decisive", "off", "exit 1 when a cost or rate ratio is still ~ at the end: on or off"},
     {"seed", "1", "seed of the rounds' shuffled orders and of the starts' layouts"},
     {"randomise", "on", "each round's postmaster starts with a stack, heap and mmap offset and a directory name length drawn afresh: on or off"},
+    {"scheduling", "realtime", "the client, the postmasters and their backends at SCHED_RR priority 1, ahead of every ordinary process, "
+     "so that other load does not set the rates, or the kernel's default (normal); where realtime is refused the run says so and goes on at normal"},
     {"aa", "off", "also a second copy of the baseline, <baseline>#2, whose ratio to it must come out ~: on or off"},
     {"warmup", "3", "warm-up connections per configuration and round"},
     {"work-pins", "20", "pin+unpin pairs per backend"},
@@ -179,6 +182,9 @@ absl::StatusOr<CompareRequest> CompareFromFlags(const Flags& flags) {
   absl::StatusOr<bool> randomise = flags.GetBool("randomise");
   if (!randomise.ok()) return randomise.status();
   request.run.randomise = *randomise;
+  absl::StatusOr<Scheduling> scheduling = ParseScheduling(flags.Get("scheduling"));
+  if (!scheduling.ok()) return absl::InvalidArgumentError(absl::StrCat("--scheduling: ", scheduling.status().message()));
+  request.run.scheduling = *scheduling;
   absl::StatusOr<int64_t> profile_connections = flags.GetInt("profile-connections", 0, 1'000'000);
   if (!profile_connections.ok()) return profile_connections.status();
   if (flags.Given("profile-connections") && !flags.Has("html")) {
@@ -221,6 +227,7 @@ absl::StatusOr<CompareRequest> CompareFromFlags(const Flags& flags) {
   if (!pg.ok()) return pg.status();
   pg->seed = request.run.seed;
   pg->randomise = request.run.randomise;
+  pg->scheduling = request.run.scheduling;
   if (flags.Has("via")) {
     absl::StatusOr<std::vector<std::string>> vias = flags.GetList("via");
     if (!vias.ok()) return vias.status();

@@ -49,6 +49,23 @@ std::string RoundsEndedLine(const PreciseRun& run, int64_t max_rounds) {
   return absl::StrCat("rounds: --rounds ended the rounds after ", run.rounds);
 }
 
+void AddSchedulingJson(const SchedulingOutcome& outcome, nlohmann::json& header) {
+  header["scheduling"] = std::string(SchedulingName(outcome.granted));
+  if (!outcome.refused.empty()) header["scheduling_refused"] = outcome.refused;
+}
+
+std::string SchedulingLine(const SchedulingOutcome& outcome, std::string_view what) {
+  if (outcome.granted == Scheduling::kRealtime) {
+    return absl::StrCat("scheduling: ", std::string(what), " at SCHED_RR priority ", kRealtimePriority,
+                        ", ahead of every ordinary process (--scheduling=normal: the kernel's default)");
+  }
+  if (!outcome.refused.empty()) {
+    return absl::StrCat("scheduling: realtime refused (", outcome.refused,
+                        "; it needs CAP_SYS_NICE or RLIMIT_RTPRIO): the kernel's default, so other load on the machine reaches the rates");
+  }
+  return "";
+}
+
 nlohmann::json RandomisedJson(bool randomised, std::span<const std::string_view> parts) {
   nlohmann::json list = nlohmann::json::array();
   if (randomised) {

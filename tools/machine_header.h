@@ -9,6 +9,7 @@
 
 #include "base/interleaved.h"
 #include "base/names.h"
+#include "base/scheduling.h"
 #include "nlohmann/json.hpp"
 
 namespace backendlab::tools {
@@ -43,6 +44,14 @@ std::string RoundsEndedLine(const PreciseRun& run, int64_t max_rounds);
 // (empty when nothing was), and the text's line: "starts: every round's
 // postmaster a start of its own, its stack offset, ... drawn afresh"
 // (`what` says whose starts), "" when nothing was.
+// What the run was scheduled at (base/scheduling.h), for the header:
+// "scheduling" ("realtime" or "normal": what the measured processes ran
+// at), and "scheduling_refused" where realtime was asked and refused (why);
+// and the text's line: "scheduling: ... SCHED_RR priority 1 ..." or the
+// refusal, "" at normal as asked.
+void AddSchedulingJson(const SchedulingOutcome& outcome, nlohmann::json& header);
+std::string SchedulingLine(const SchedulingOutcome& outcome, std::string_view what);
+
 nlohmann::json RandomisedJson(bool randomised, std::span<const std::string_view> parts);
 std::string StartsLine(bool randomised, std::string_view what, std::span<const std::string_view> parts);
 

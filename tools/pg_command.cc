@@ -92,6 +92,12 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& termi
       !starts.empty()) {
     out << starts << "\n";
   }
+  if (const std::string line = SchedulingLine(result->scheduling, options->conninfo.empty()
+                                                                      ? "the client, every server and its backends"
+                                                                      : "the client (the server is not the tool's)");
+      !line.empty()) {
+    out << line << "\n";
+  }
   out << MachineLine(header) << "\n";
   for (const pgreal::Installation& i : options->installations) {
     out << "PostgreSQL " << i.version << ": " << i.build << ", " << i.bindir << "\n";
@@ -129,6 +135,7 @@ absl::Status RunPgCommand(std::span<const std::string> args, std::ostream& termi
   header["rounds"] = result->run.rounds;
   header["seed"] = options->seed;
   header["randomised"] = RandomisedJson(options->randomise && options->conninfo.empty(), kRandomisedAtExec);
+  AddSchedulingJson(result->scheduling, header);
   header["precision_percent"] = 100 * options->precision.half_width;
   header["same_within_percent"] = 100 * options->same_within;
   header["confidence_per_look"] = result->rule.confidence;

@@ -1,4 +1,5 @@
 // `backendlab pg`'s flags -> pgreal::PgRunOptions.
+#include "base/scheduling.h"
 #include "tools/pg_flags.h"
 
 #include <libpq-fe.h>
@@ -29,6 +30,8 @@ constexpr FlagSpec kPgFlags[] = {
     {"max-time", "", "no round is begun that would end past this, e.g. 2m (default: no limit)"},
     {"seed", "1", "seed of the rounds' shuffled orders and of the servers' starts"},
     {"randomise", "on", "each server starts with an environment size and a directory name length drawn afresh (the kernel draws its addresses): on or off"},
+    {"scheduling", "realtime", "the client, the servers and their backends at SCHED_RR priority 1, ahead of every ordinary process, "
+     "or the kernel's default (normal); where realtime is refused the run says so and goes on at normal"},
     {"clients", "1", "connections in flight at once; a list (1,4) measures every server at each, conn/s at one client and at saturation (>= 2 x cores)"},
     {"connections", "", "measured connections per run (default 300 unless --duration)"},
     {"duration", "", "run for this long instead, e.g. 5s"},
@@ -239,6 +242,9 @@ absl::Status LoopFromFlags(const Flags& flags, pgreal::PgRunOptions& options) {
   absl::StatusOr<bool> randomise = flags.GetBool("randomise");
   if (!randomise.ok()) return randomise.status();
   options.randomise = *randomise;
+  absl::StatusOr<Scheduling> scheduling = ParseScheduling(flags.Get("scheduling"));
+  if (!scheduling.ok()) return absl::InvalidArgumentError(absl::StrCat("--scheduling: ", scheduling.status().message()));
+  options.scheduling = *scheduling;
   absl::StatusOr<std::vector<int64_t>> clients = flags.GetIntList("clients", 1, kMaxClients);
   absl::StatusOr<int64_t> warmup = flags.GetInt("warmup", 0, 1'000'000);
   absl::StatusOr<bool> counters = flags.GetBool("server-counters");

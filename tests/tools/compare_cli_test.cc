@@ -67,6 +67,7 @@ INSTANTIATE_TEST_SUITE_P(
         std::vector<std::string>{"--exit-check=off"}, std::vector<std::string>{"--catcache=palloc0"},
         std::vector<std::string>{"--profile=pg17"}, std::vector<std::string>{"--syscache=pg17"},
         std::vector<std::string>{"--syscalls=true"}, std::vector<std::string>{"--randomise=yes"},
+        std::vector<std::string>{"--scheduling=fast"}, std::vector<std::string>{"--scheduling="},
         // A newline in a value is quoted escaped, on the one line.
         std::vector<std::string>{"--layouts=ha\nsh"}, std::vector<std::string>{"--baseline=hash/o\nff"},
         std::vector<std::string>{"--shared-buffers=1\nGB"},
@@ -115,6 +116,16 @@ TEST_F(CompareCliTest, RatiosArePairedWithinRoundsAndCarryIntervalsAndVerdicts) 
   EXPECT_EQ(j["header"]["randomised"],
             nlohmann::json::parse(R"(["stack offset", "heap offset", "mmap base", "directory name length"])"));
   EXPECT_NE(r.out.find("starts: every round's postmaster a start of its own"), std::string::npos) << r.out;
+  // Realtime by default, where the kernel grants it; said either way.
+  if (j["header"].value("scheduling", "") == "realtime") {
+    EXPECT_FALSE(j["header"].contains("scheduling_refused")) << j["header"].dump();
+    EXPECT_NE(r.out.find("scheduling: the client, every postmaster and its backends at SCHED_RR priority 1"), std::string::npos)
+        << r.out;
+  } else {
+    EXPECT_EQ(j["header"].value("scheduling", ""), "normal") << j["header"].dump();
+    EXPECT_NE(j["header"].value("scheduling_refused", ""), "") << j["header"].dump();
+    EXPECT_NE(r.out.find("scheduling: realtime refused ("), std::string::npos) << r.out;
+  }
   const nlohmann::json& rows = j["rows"];
   ASSERT_EQ(rows.size(), 4u) << j.dump(2);
   std::map<int64_t, nlohmann::json> baseline;  // by shared_buffers_bytes
@@ -297,12 +308,16 @@ TEST_F(CompareCliTest, RoundsStopOnceDecidedOrAtTheTimeLimit) {
 TEST_F(CompareCliTest, SyscachesAreADimensionOfTheMatrix) {
   const std::string json_path = dir_ + "/compare.json";
   const RunResult r = Run(
-      Compare({"--syscaches=pg90,pg17", "--baseline=hash/off/palloc0/pg90", "--randomise=off", "--json=" + json_path}));
+      Compare({"--syscaches=pg90,pg17", "--baseline=hash/off/palloc0/pg90", "--randomise=off", "--scheduling=normal",
+               "--json=" + json_path}));
   ASSERT_EQ(r.exit_code, 0) << "stderr: " << r.err;
   const nlohmann::json j = nlohmann::json::parse(ReadFile(json_path), nullptr, /*allow_exceptions=*/false);
   ASSERT_FALSE(j.is_discarded());
   EXPECT_EQ(j["header"]["randomised"], nlohmann::json::array()) << "--randomise=off";
   EXPECT_EQ(r.out.find("starts:"), std::string::npos) << r.out;
+  EXPECT_EQ(j["header"].value("scheduling", ""), "normal") << "--scheduling=normal";
+  EXPECT_FALSE(j["header"].contains("scheduling_refused"));
+  EXPECT_EQ(r.out.find("scheduling:"), std::string::npos) << r.out;
   std::vector<std::string> labels;
   for (const nlohmann::json& row : j["rows"]) labels.push_back(row.value("config", ""));
   EXPECT_EQ(labels, (std::vector<std::string>{"hash/off/pg90", "hash/off/pg17"}));

@@ -197,6 +197,7 @@ TEST_F(PgCliTest, BadInputIsAUsageError) {
       {"pg", "--same-within=50"},
       {"pg", "--same-within=0%"},
       {"pg", "--randomise=yes"},
+      {"pg", "--scheduling=rr"},
       {"pg", "--require-decisive=1"},
       {"pg", "--max-time=0s"},
       {"pg", "--max-time=10"},

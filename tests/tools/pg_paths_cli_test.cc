@@ -234,6 +234,13 @@ TEST_F(PgPathsTest, TheRoundsEndOnceEveryRatioIsDecided) {
   EXPECT_NE(r.out.find("starts: each server's one start of the run, its environment size, directory name length drawn afresh"),
             std::string::npos)
       << r.out;
+  // Realtime by default where granted; a refusal is said.
+  if (j["header"]["scheduling"] == "realtime") {
+    EXPECT_NE(r.out.find("scheduling: the client, every server and its backends at SCHED_RR priority 1"), std::string::npos)
+        << r.out;
+  } else {
+    EXPECT_NE(j["header"].value("scheduling_refused", ""), "") << j["header"].dump();
+  }
   EXPECT_EQ(j["header"]["precision_percent"], 100);
   EXPECT_LE(j["header"]["worst_half_width_percent"].get<double>(), 100);
   EXPECT_NE(r.out.find("within +-100 % reached after 6 rounds"), std::string::npos) << r.out;
