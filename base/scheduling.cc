@@ -2,12 +2,52 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/cpus.h"
 
 namespace backendlab {
+namespace {
+
+// The CPU's hint that this is a spin loop: the core spends the wait without
+// issuing work, which spares a sibling thread of the same core.
+inline void PauseCpu() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// A spinner, in the forked child. System calls only: the parent may have had
+// other threads when it forked. SCHED_IDLE first: the child was forked at
+// SCHED_RR and must never spin there, so any failure exits at once.
+[[noreturn]] void Spin(int cpu, pid_t parent) {
+  const sched_param none{.sched_priority = 0};
+  if (sched_setscheduler(0, SCHED_IDLE, &none) != 0) _exit(1);
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(1);
+  prctl(PR_SET_NAME, kSpinnerName.data());
+  close_range(0, ~0U, 0);  // holds no pipe or socket of the tool's open
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &dfl, nullptr);
+  sigset_t all;
+  sigemptyset(&all);
+  sigprocmask(SIG_SETMASK, &all, nullptr);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  if (sched_setaffinity(0, sizeof one, &one) != 0) _exit(1);
+  for (;;) PauseCpu();
+}
+
+}  // namespace
 
 SchedulingHold::SchedulingHold(Scheduling asked) {
   outcome_.asked = asked;
@@ -24,9 +64,21 @@ SchedulingHold::SchedulingHold(Scheduling asked) {
     return;
   }
   outcome_.granted = Scheduling::kRealtime;
+  const pid_t self = getpid();
+  for (int cpu : AllowedCpus()) {
+    const pid_t pid = fork();
+    if (pid == 0) Spin(cpu, self);
+    if (pid > 0) spinners_.push_back(pid);
+  }
+  outcome_.spinners = static_cast<int>(spinners_.size());
 }
 
 SchedulingHold::~SchedulingHold() {
+  for (pid_t pid : spinners_) kill(pid, SIGKILL);
+  for (pid_t pid : spinners_) {
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
   if (outcome_.granted != Scheduling::kRealtime) return;
   // Back to what the thread had; lowering one's own policy needs no privilege.
   sched_setscheduler(0, old_policy_, &old_param_);

@@ -13,13 +13,28 @@
 // real-time priority, so the kernel's own real-time threads still come
 // first, and the kernel's real-time throttling (sched_rt_runtime_us) still
 // leaves ordinary processes their share of a core that is busy throughout.
+//
+// And the CPUs kept awake: at realtime every CPU the thread may run on gets a
+// spinner, a process of its own pinned there at SCHED_IDLE that spins on the
+// CPU's pause instruction, so that no CPU of the run goes idle. A CPU that
+// idles halts, and on a virtual machine waking it again is a round trip
+// through the hypervisor at every hand-over: on one 2-vCPU VM that, not the
+// other processes, was most of a quiet round's spread (docs/compare.md,
+// "Beside other load"). SCHED_IDLE runs only where nothing else wants the
+// CPU: every ordinary process and every measured one takes it at once. The
+// price: the CPUs are busy for the run's length, and where two CPUs are
+// threads of one core a spinner shares its core's units with the measured
+// process beside it (alike for every configuration: a ratio's two sides see
+// the same).
 #ifndef BACKENDLAB_BASE_SCHEDULING_H_
 #define BACKENDLAB_BASE_SCHEDULING_H_
 
 #include <sched.h>
+#include <sys/types.h>
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "base/names.h"
@@ -50,6 +65,8 @@ struct SchedulingOutcome {
   // Why realtime was refused ("sched_setscheduler(SCHED_RR, 1): Operation
   // not permitted"); empty when it was not asked or was granted.
   std::string refused;
+  // CPUs kept awake by a spinner each (granted realtime only; 0 otherwise).
+  int spinners = 0;
 };
 
 class SchedulingHold {
@@ -65,7 +82,11 @@ class SchedulingHold {
   SchedulingOutcome outcome_;
   int old_policy_ = SCHED_OTHER;
   sched_param old_param_{};
+  std::vector<pid_t> spinners_;  // killed and reaped when the hold goes
 };
+
+// The spinners' name in /proc/PID/comm (ps, top), for a reader to tell them.
+inline constexpr std::string_view kSpinnerName = "backendlab-spin";
 
 }  // namespace backendlab
 

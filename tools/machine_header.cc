@@ -51,13 +51,16 @@ std::string RoundsEndedLine(const PreciseRun& run, int64_t max_rounds) {
 
 void AddSchedulingJson(const SchedulingOutcome& outcome, nlohmann::json& header) {
   header["scheduling"] = std::string(SchedulingName(outcome.granted));
+  header["spinners"] = outcome.spinners;
   if (!outcome.refused.empty()) header["scheduling_refused"] = outcome.refused;
 }
 
 std::string SchedulingLine(const SchedulingOutcome& outcome, std::string_view what) {
   if (outcome.granted == Scheduling::kRealtime) {
     return absl::StrCat("scheduling: ", std::string(what), " at SCHED_RR priority ", kRealtimePriority,
-                        ", ahead of every ordinary process (--scheduling=normal: the kernel's default)");
+                        ", ahead of every ordinary process; ", outcome.spinners, " CPU", outcome.spinners == 1 ? "" : "s",
+                        " kept from idling by a ", std::string(kSpinnerName),
+                        " process each at SCHED_IDLE (--scheduling=normal: the kernel's default, no spinners)");
   }
   if (!outcome.refused.empty()) {
     return absl::StrCat("scheduling: realtime refused (", outcome.refused,

@@ -8,8 +8,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
+#include "base/cpus.h"
+#include "base/processes.h"
 #include "gtest/gtest.h"
 
 namespace backendlab {
@@ -71,12 +80,74 @@ TEST(SchedulingTest, ARefusalIsSaidAndChangesNothing) {
     if (hold.outcome().granted != Scheduling::kNormal) _exit(12);
     if (hold.outcome().refused.find("sched_setscheduler(SCHED_RR, 1): ") != 0) _exit(13);
     if (sched_getscheduler(0) != SCHED_OTHER) _exit(14);
+    if (hold.outcome().spinners != 0) _exit(15);
     _exit(0);
   }
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setrlimit, 11: setuid, 12: granted, 13: the reason's wording, 14: the policy";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setrlimit, 11: setuid, 12: granted, 13: the reason's wording, 14: the policy, 15: spinners";
+}
+
+std::string Comm(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  std::getline(in, name);
+  return name;
+}
+
+// The CPUs a process may run on, as a list.
+std::vector<int> AffinityOf(pid_t pid) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(pid, sizeof set, &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+// Realtime keeps every allowed CPU awake: one spinner process per CPU,
+// pinned there, at SCHED_IDLE, named, holding no descriptor of the test's;
+// all of them killed and reaped when the hold goes.
+TEST(SchedulingTest, RealtimeKeepsEveryAllowedCpuAwakeAndLeavesNothing) {
+  ASSERT_TRUE(ChildrenOf(getpid()).empty());
+  const std::vector<int> allowed = AllowedCpus();
+  ASSERT_FALSE(allowed.empty());
+  std::vector<pid_t> spinners;
+  {
+    const SchedulingHold hold(Scheduling::kRealtime);
+    if (hold.outcome().granted != Scheduling::kRealtime) {
+      EXPECT_EQ(hold.outcome().spinners, 0);
+      GTEST_SKIP() << "the kernel refused realtime scheduling here: " << hold.outcome().refused;
+    }
+    EXPECT_EQ(hold.outcome().spinners, static_cast<int>(allowed.size()));
+    spinners = ChildrenOf(getpid());
+    ASSERT_EQ(spinners.size(), allowed.size());
+    std::set<int> pinned;
+    for (pid_t pid : spinners) {
+      SCOPED_TRACE(testing::Message() << "spinner " << pid);
+      // Pinning is the spinner's last step before it spins: wait for it.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (AffinityOf(pid).size() != 1 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      const std::vector<int> cpus = AffinityOf(pid);
+      ASSERT_EQ(cpus.size(), 1u) << "never pinned to one CPU";
+      pinned.insert(cpus[0]);
+      EXPECT_EQ(sched_getscheduler(pid), SCHED_IDLE);
+      EXPECT_EQ(Comm(pid), kSpinnerName);
+      const std::filesystem::path fds = "/proc/" + std::to_string(pid) + "/fd";
+      EXPECT_TRUE(std::filesystem::is_empty(fds)) << "a spinner keeps no descriptor open";
+    }
+    EXPECT_EQ(pinned, std::set<int>(allowed.begin(), allowed.end())) << "one spinner on each allowed CPU";
+  }
+  for (pid_t pid : spinners) {
+    EXPECT_EQ(kill(pid, 0), -1) << "spinner " << pid << " outlived the hold";
+    EXPECT_EQ(errno, ESRCH) << "and it was reaped, not left a zombie";
+  }
+  EXPECT_TRUE(ChildrenOf(getpid()).empty());
 }
 
 TEST(SchedulingTest, NamesParseBack) {

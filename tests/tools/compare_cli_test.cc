@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/cpus.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/lifecycle/child_processes.h"
@@ -121,7 +122,11 @@ TEST_F(CompareCliTest, RatiosArePairedWithinRoundsAndCarryIntervalsAndVerdicts) 
     EXPECT_FALSE(j["header"].contains("scheduling_refused")) << j["header"].dump();
     EXPECT_NE(r.out.find("scheduling: the client, every postmaster and its backends at SCHED_RR priority 1"), std::string::npos)
         << r.out;
+    // And every CPU the tool may use kept awake (it inherits this test's affinity).
+    EXPECT_EQ(j["header"].value("spinners", -1), static_cast<int>(AllowedCpus().size())) << j["header"].dump();
+    EXPECT_NE(r.out.find(" kept from idling by a backendlab-spin process each at SCHED_IDLE"), std::string::npos) << r.out;
   } else {
+    EXPECT_EQ(j["header"].value("spinners", -1), 0) << j["header"].dump();
     EXPECT_EQ(j["header"].value("scheduling", ""), "normal") << j["header"].dump();
     EXPECT_NE(j["header"].value("scheduling_refused", ""), "") << j["header"].dump();
     EXPECT_NE(r.out.find("scheduling: realtime refused ("), std::string::npos) << r.out;
@@ -318,6 +323,7 @@ TEST_F(CompareCliTest, SyscachesAreADimensionOfTheMatrix) {
   EXPECT_EQ(j["header"].value("scheduling", ""), "normal") << "--scheduling=normal";
   EXPECT_FALSE(j["header"].contains("scheduling_refused"));
   EXPECT_EQ(r.out.find("scheduling:"), std::string::npos) << r.out;
+  EXPECT_EQ(j["header"].value("spinners", -1), 0) << "no spinners at normal";
   std::vector<std::string> labels;
   for (const nlohmann::json& row : j["rows"]) labels.push_back(row.value("config", ""));
   EXPECT_EQ(labels, (std::vector<std::string>{"hash/off/pg90", "hash/off/pg17"}));
