@@ -15,19 +15,11 @@
 namespace backendlab {
 namespace {
 
-// The CPU's hint that this is a spin loop: the core spends the wait without
-// issuing work, which spares a sibling thread of the same core.
-inline void PauseCpu() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
 // A spinner, in the forked child. System calls only: the parent may have had
 // other threads when it forked. SCHED_IDLE first: the child was forked at
-// SCHED_RR and must never spin there, so any failure exits at once.
+// SCHED_RR and must never spin there, so any failure exits at once. A plain
+// loop, no pause instruction: a virtual machine's hypervisor may take a
+// pause loop for a vCPU waiting on a lock and exit to the host for it.
 [[noreturn]] void Spin(int cpu, pid_t parent) {
   const sched_param none{.sched_priority = 0};
   if (sched_setscheduler(0, SCHED_IDLE, &none) != 0) _exit(1);
@@ -44,14 +36,14 @@ inline void PauseCpu() {
   CPU_ZERO(&one);
   CPU_SET(cpu, &one);
   if (sched_setaffinity(0, sizeof one, &one) != 0) _exit(1);
-  for (;;) PauseCpu();
+  for (;;) asm volatile("" ::: "memory");
 }
 
 }  // namespace
 
 SchedulingHold::SchedulingHold(Scheduling asked) {
   outcome_.asked = asked;
-  if (asked != Scheduling::kRealtime) return;
+  if (asked == Scheduling::kNormal) return;
   old_policy_ = sched_getscheduler(0);
   if (old_policy_ < 0 || sched_getparam(0, &old_param_) != 0) {
     outcome_.refused = absl::StrCat("sched_getscheduler: ", std::strerror(errno));
@@ -63,7 +55,8 @@ SchedulingHold::SchedulingHold(Scheduling asked) {
     outcome_.refused = absl::StrCat("sched_setscheduler(SCHED_RR, ", kRealtimePriority, "): ", std::strerror(errno));
     return;
   }
-  outcome_.granted = Scheduling::kRealtime;
+  outcome_.granted = asked;
+  if (asked != Scheduling::kSpin) return;
   const pid_t self = getpid();
   for (int cpu : AllowedCpus()) {
     const pid_t pid = fork();
@@ -79,7 +72,7 @@ SchedulingHold::~SchedulingHold() {
     while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
-  if (outcome_.granted != Scheduling::kRealtime) return;
+  if (outcome_.granted == Scheduling::kNormal) return;
   // Back to what the thread had; lowering one's own policy needs no privilege.
   sched_setscheduler(0, old_policy_, &old_param_);
 }

@@ -14,18 +14,17 @@
 // first, and the kernel's real-time throttling (sched_rt_runtime_us) still
 // leaves ordinary processes their share of a core that is busy throughout.
 //
-// And the CPUs kept awake: at realtime every CPU the thread may run on gets a
-// spinner, a process of its own pinned there at SCHED_IDLE that spins on the
-// CPU's pause instruction, so that no CPU of the run goes idle. A CPU that
-// idles halts, and on a virtual machine waking it again is a round trip
-// through the hypervisor at every hand-over: on one 2-vCPU VM that, not the
-// other processes, was most of a quiet round's spread (docs/compare.md,
-// "Beside other load"). SCHED_IDLE runs only where nothing else wants the
-// CPU: every ordinary process and every measured one takes it at once. The
-// price: the CPUs are busy for the run's length, and where two CPUs are
-// threads of one core a spinner shares its core's units with the measured
-// process beside it (alike for every configuration: a ratio's two sides see
-// the same).
+// spin is realtime with every CPU kept awake besides: every CPU the thread
+// may run on gets a spinner, a process of its own pinned there at
+// SCHED_IDLE in a busy loop, so that no CPU of the run goes idle. SCHED_IDLE
+// runs only where nothing else wants the CPU: every ordinary process and
+// every measured one takes it at once. Whether that helps is the machine's:
+// a CPU that idles halts, and on a virtual machine waking it again can be a
+// round trip through the hypervisor at every hand-over, which a busy CPU
+// avoids; but preempting a busy CPU takes an interrupt too, and on one
+// 2-vCPU VM that tripled a hand-over where on another the spinners halved a
+// round's spread (docs/compare.md, "Beside other load"). So it is asked
+// for, not the default. The price: the CPUs are busy for the run's length.
 #ifndef BACKENDLAB_BASE_SCHEDULING_H_
 #define BACKENDLAB_BASE_SCHEDULING_H_
 
@@ -41,9 +40,9 @@
 
 namespace backendlab {
 
-enum class Scheduling { kNormal, kRealtime };
-inline constexpr NamedValue<Scheduling> kSchedulingNames[] = {{Scheduling::kNormal, "normal"},
-                                                              {Scheduling::kRealtime, "realtime"}};
+enum class Scheduling { kNormal, kRealtime, kSpin };
+inline constexpr NamedValue<Scheduling> kSchedulingNames[] = {
+    {Scheduling::kNormal, "normal"}, {Scheduling::kRealtime, "realtime"}, {Scheduling::kSpin, "spin"}};
 inline std::string_view SchedulingName(Scheduling s) { return NameOf(s, kSchedulingNames); }
 inline absl::StatusOr<Scheduling> ParseScheduling(std::string_view name) {
   return ParseName(name, kSchedulingNames, "scheduling");
@@ -53,19 +52,20 @@ inline absl::StatusOr<Scheduling> ParseScheduling(std::string_view name) {
 inline constexpr int kRealtimePolicy = SCHED_RR;
 inline constexpr int kRealtimePriority = 1;
 
-// Holds the calling thread at `asked` while it lives, and restores the
-// thread's own policy and priority after. realtime may be refused (no
+// Holds the calling thread at `asked` while it lives (spin: its spinners
+// too), and restores the thread's own policy and priority after, the
+// spinners killed and reaped. realtime (and spin) may be refused (no
 // CAP_SYS_NICE and no RLIMIT_RTPRIO, a container's or cgroup's limit): the
 // thread then stays as it was and outcome().refused says why, for the report to
 // say once. Hold it on the thread that starts what is measured, before it
 // starts it.
 struct SchedulingOutcome {
   Scheduling asked = Scheduling::kNormal;
-  Scheduling granted = Scheduling::kNormal;  // realtime only where asked and granted
+  Scheduling granted = Scheduling::kNormal;  // realtime or spin only where asked and granted
   // Why realtime was refused ("sched_setscheduler(SCHED_RR, 1): Operation
   // not permitted"); empty when it was not asked or was granted.
   std::string refused;
-  // CPUs kept awake by a spinner each (granted realtime only; 0 otherwise).
+  // CPUs kept awake by a spinner each (granted spin only; 0 otherwise).
   int spinners = 0;
 };
 

@@ -43,8 +43,8 @@ constexpr FlagSpec kCompareFlags[] = {
     {"seed", "1", "seed of the rounds' shuffled orders and of the starts' layouts"},
     {"randomise", "on", "each round's postmaster starts with a stack, heap and mmap offset and a directory name length drawn afresh: on or off"},
     {"scheduling", "realtime", "the client, the postmasters and their backends at SCHED_RR priority 1, ahead of every ordinary process, "
-     "so that other load does not set the rates, and every CPU kept from idling by a spinner at SCHED_IDLE; or the kernel's default (normal); "
-     "where realtime is refused the run says so and goes on at normal"},
+     "so that other load does not set the rates; spin: realtime and every CPU kept from idling by a spinner at SCHED_IDLE besides; "
+     "normal: the kernel's default; where realtime is refused the run says so and goes on at normal"},
     {"aa", "off", "also a second copy of the baseline, <baseline>#2, whose ratio to it must come out ~: on or off"},
     {"warmup", "3", "warm-up connections per configuration and round"},
     {"work-pins", "20", "pin+unpin pairs per backend"},

@@ -56,14 +56,17 @@ void AddSchedulingJson(const SchedulingOutcome& outcome, nlohmann::json& header)
 }
 
 std::string SchedulingLine(const SchedulingOutcome& outcome, std::string_view what) {
-  if (outcome.granted == Scheduling::kRealtime) {
-    return absl::StrCat("scheduling: ", std::string(what), " at SCHED_RR priority ", kRealtimePriority,
-                        ", ahead of every ordinary process; ", outcome.spinners, " CPU", outcome.spinners == 1 ? "" : "s",
-                        " kept from idling by a ", std::string(kSpinnerName),
-                        " process each at SCHED_IDLE (--scheduling=normal: the kernel's default, no spinners)");
+  if (outcome.granted != Scheduling::kNormal) {
+    std::string line = absl::StrCat("scheduling: ", std::string(what), " at SCHED_RR priority ", kRealtimePriority,
+                                    ", ahead of every ordinary process");
+    if (outcome.granted == Scheduling::kSpin) {
+      absl::StrAppend(&line, "; ", outcome.spinners, " CPU", outcome.spinners == 1 ? "" : "s", " kept from idling by a ",
+                      std::string(kSpinnerName), " process each at SCHED_IDLE");
+    }
+    return absl::StrCat(line, " (--scheduling=normal: the kernel's default)");
   }
   if (!outcome.refused.empty()) {
-    return absl::StrCat("scheduling: realtime refused (", outcome.refused,
+    return absl::StrCat("scheduling: ", std::string(SchedulingName(outcome.asked)), " refused (", outcome.refused,
                         "; it needs CAP_SYS_NICE or RLIMIT_RTPRIO): the kernel's default, so other load on the machine reaches the rates");
   }
   return "";

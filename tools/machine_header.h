@@ -45,8 +45,8 @@ std::string RoundsEndedLine(const PreciseRun& run, int64_t max_rounds);
 // postmaster a start of its own, its stack offset, ... drawn afresh"
 // (`what` says whose starts), "" when nothing was.
 // What the run was scheduled at (base/scheduling.h), for the header:
-// "scheduling" ("realtime" or "normal": what the measured processes ran
-// at), "spinners" (the CPUs kept from idling, 0 unless realtime was
+// "scheduling" ("realtime", "spin" or "normal": what the measured processes
+// ran at), "spinners" (the CPUs kept from idling, 0 unless spin was
 // granted), and "scheduling_refused" where realtime was asked and refused (why);
 // and the text's line: "scheduling: ... SCHED_RR priority 1 ..." or the
 // refusal, "" at normal as asked.

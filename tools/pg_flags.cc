@@ -31,7 +31,7 @@ constexpr FlagSpec kPgFlags[] = {
     {"seed", "1", "seed of the rounds' shuffled orders and of the servers' starts"},
     {"randomise", "on", "each server starts with an environment size and a directory name length drawn afresh (the kernel draws its addresses): on or off"},
     {"scheduling", "realtime", "the client, the servers and their backends at SCHED_RR priority 1, ahead of every ordinary process, "
-     "and every CPU kept from idling by a spinner at SCHED_IDLE; or the kernel's default (normal); "
+     "spin: realtime and every CPU kept from idling by a spinner at SCHED_IDLE besides; normal: the kernel's default; "
      "where realtime is refused the run says so and goes on at normal"},
     {"clients", "1", "connections in flight at once; a list (1,4) measures every server at each, conn/s at one client and at saturation (>= 2 x cores)"},
     {"connections", "", "measured connections per run (default 300 unless --duration)"},

@@ -57,6 +57,8 @@ TEST(SchedulingTest, RealtimeHoldsTheThreadAndWhatItStartsThenRestores) {
     sched_param param{};
     ASSERT_EQ(sched_getparam(0, &param), 0);
     EXPECT_EQ(param.sched_priority, kRealtimePriority);
+    EXPECT_EQ(hold.outcome().spinners, 0);
+    EXPECT_TRUE(ChildrenOf(getpid()).empty()) << "no spinner: that is spin's";
     EXPECT_EQ(ChildPolicy(), SCHED_RR) << "a forked process inherits it";
     int thread_policy = -1;
     std::thread([&] { thread_policy = sched_getscheduler(0); }).join();
@@ -81,12 +83,15 @@ TEST(SchedulingTest, ARefusalIsSaidAndChangesNothing) {
     if (hold.outcome().refused.find("sched_setscheduler(SCHED_RR, 1): ") != 0) _exit(13);
     if (sched_getscheduler(0) != SCHED_OTHER) _exit(14);
     if (hold.outcome().spinners != 0) _exit(15);
+    const SchedulingHold spin(Scheduling::kSpin);
+    if (spin.outcome().granted != Scheduling::kNormal || spin.outcome().spinners != 0) _exit(16);
+    if (!ChildrenOf(getpid()).empty()) _exit(17);
     _exit(0);
   }
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setrlimit, 11: setuid, 12: granted, 13: the reason's wording, 14: the policy, 15: spinners";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setrlimit, 11: setuid, 12: granted, 13: the reason's wording, 14: the policy, 15: spinners, 16: spin granted, 17: a spinner started";
 }
 
 std::string Comm(pid_t pid) {
@@ -108,20 +113,21 @@ std::vector<int> AffinityOf(pid_t pid) {
   return cpus;
 }
 
-// Realtime keeps every allowed CPU awake: one spinner process per CPU,
-// pinned there, at SCHED_IDLE, named, holding no descriptor of the test's;
-// all of them killed and reaped when the hold goes.
-TEST(SchedulingTest, RealtimeKeepsEveryAllowedCpuAwakeAndLeavesNothing) {
+// Spin is realtime and every allowed CPU kept awake: one spinner process
+// per CPU, pinned there, at SCHED_IDLE, named, holding no descriptor of the
+// test's; all of them killed and reaped when the hold goes.
+TEST(SchedulingTest, SpinKeepsEveryAllowedCpuAwakeAndLeavesNothing) {
   ASSERT_TRUE(ChildrenOf(getpid()).empty());
   const std::vector<int> allowed = AllowedCpus();
   ASSERT_FALSE(allowed.empty());
   std::vector<pid_t> spinners;
   {
-    const SchedulingHold hold(Scheduling::kRealtime);
-    if (hold.outcome().granted != Scheduling::kRealtime) {
+    const SchedulingHold hold(Scheduling::kSpin);
+    if (hold.outcome().granted != Scheduling::kSpin) {
       EXPECT_EQ(hold.outcome().spinners, 0);
       GTEST_SKIP() << "the kernel refused realtime scheduling here: " << hold.outcome().refused;
     }
+    EXPECT_EQ(sched_getscheduler(0), SCHED_RR);
     EXPECT_EQ(hold.outcome().spinners, static_cast<int>(allowed.size()));
     spinners = ChildrenOf(getpid());
     ASSERT_EQ(spinners.size(), allowed.size());
@@ -148,6 +154,7 @@ TEST(SchedulingTest, RealtimeKeepsEveryAllowedCpuAwakeAndLeavesNothing) {
     EXPECT_EQ(errno, ESRCH) << "and it was reaped, not left a zombie";
   }
   EXPECT_TRUE(ChildrenOf(getpid()).empty());
+  EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER) << "restored when the hold goes";
 }
 
 TEST(SchedulingTest, NamesParseBack) {
