@@ -215,20 +215,23 @@ TEST_F(PgPathsTest, AClientsListMeasuresEveryServerAtEach) {
 }
 
 // The rounds end at the first look that finds every vs-base ratio decided:
-// with a `same` band of +-49 %, the first, after round 6 of 9 (50
-// connections a round: an interval of 6 paired rounds reaching past +-49 %
-// would need rounds apart by a third, whatever else the machine runs). A
-// precision asked too must be met as well. With one server there is no
-// ratio, even at two clients (each row is its own baseline), and every
-// round runs.
+// with a `same` band of +-49 %, at one of the first two looks (6 and 12 of
+// 24 rounds, 50 connections a round), well before the last. Which of the two
+// is the machine's: on a slow 2-vCPU VM with another test beside it, 6 paired
+// rounds spread by a quarter have reached past +-49 % at the per-look level;
+// 12 have 1/sqrt(2) of their standard error and a t quantile of 11 degrees of
+// freedom, not 5. A precision asked too must be met as
+// well. With one server there is no ratio, even at two clients (each row is
+// its own baseline), and every round runs.
 TEST_F(PgPathsTest, TheRoundsEndOnceEveryRatioIsDecided) {
-  const RunResult r = Run(Small({"pg", "--shared-buffers=128MB,256MB", "--rounds=9", "--connections=50",
+  const RunResult r = Run(Small({"pg", "--shared-buffers=128MB,256MB", "--rounds=24", "--connections=50",
                                  "--same-within=49%", "--precision=100", "--json=" + dir_ + "/two.json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(ReadFile(dir_ + "/two.json"));
-  EXPECT_EQ(j["header"]["rounds"], 6) << r.out;
+  const int64_t rounds = j["header"]["rounds"].get<int64_t>();
+  EXPECT_TRUE(rounds == 6 || rounds == 12) << r.out;
   EXPECT_EQ(j["header"]["rounds_ended_by"], "decided");
-  EXPECT_EQ(j["header"]["looks"], (std::vector<int64_t>{6, 9}));
+  EXPECT_EQ(j["header"]["looks"], (std::vector<int64_t>{6, 12, 24}));
   EXPECT_EQ(j["header"]["same_within_percent"], 49);
   EXPECT_EQ(j["header"]["randomised"], nlohmann::json::parse(R"(["environment size", "directory name length"])"));
   EXPECT_NE(r.out.find("starts: each server's one start of the run, its environment size, directory name length drawn afresh"),
@@ -238,16 +241,17 @@ TEST_F(PgPathsTest, TheRoundsEndOnceEveryRatioIsDecided) {
   if (j["header"]["scheduling"] == "realtime") {
     EXPECT_NE(r.out.find("scheduling: the client, every server and its backends at SCHED_RR priority 1"), std::string::npos)
         << r.out;
+    EXPECT_EQ(j["header"]["spinners"], 0) << "spinners are --scheduling=spin's";
   } else {
     EXPECT_NE(j["header"].value("scheduling_refused", ""), "") << j["header"].dump();
   }
   EXPECT_EQ(j["header"]["precision_percent"], 100);
   EXPECT_LE(j["header"]["worst_half_width_percent"].get<double>(), 100);
-  EXPECT_NE(r.out.find("within +-100 % reached after 6 rounds"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(absl::StrCat("within +-100 % reached after ", rounds, " rounds")), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("decided: every cost and rate ratio is faster, slower or same."), std::string::npos) << r.out;
   for (const nlohmann::json& row : j["rows"]) {
-    EXPECT_EQ(row["rounds_connections_per_second"].size(), 6u);
-    EXPECT_EQ(row["rounds"], 6);
+    EXPECT_EQ(row["rounds_connections_per_second"].size(), static_cast<size_t>(rounds));
+    EXPECT_EQ(row["rounds"], rounds);
   }
   EXPECT_EQ(j["rows"][1]["server_cpu_us_vs_baseline_verdict"], "same") << r.out;
 
