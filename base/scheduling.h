@@ -22,8 +22,8 @@
 // a CPU that idles halts, and on a virtual machine waking it again can be a
 // round trip through the hypervisor at every hand-over, which a busy CPU
 // avoids; but preempting a busy CPU takes an interrupt too, and on one
-// 2-vCPU VM that tripled a hand-over where on another the spinners halved a
-// round's spread (docs/compare.md, "Beside other load"). So it is asked
+// 2-vCPU VM that slowed a cross-CPU hand-over 2.4-3.1 times where on
+// another the spinners halved a round's spread (docs/compare.md, "Beside other load"). So it is asked
 // for, not the default. The price: the CPUs are busy for the run's length.
 #ifndef BACKENDLAB_BASE_SCHEDULING_H_
 #define BACKENDLAB_BASE_SCHEDULING_H_
